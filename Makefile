@@ -1,0 +1,76 @@
+# oob-server-probe: an OpenVPN 2.6 patch series and its tooling.
+# See README.md. Everything builds under build/ (ignored by git).
+
+TOP := $(CURDIR)
+WT  := build/openvpn
+
+.PHONY: all deps fetch tree retree export series-check build baseline \
+        check test-only style relay demo bench clean distclean help
+
+all: build
+
+help:
+	@echo "make demo          run the demo (builds what is missing)"
+	@echo "make check         install deps, build, run all tests"
+	@echo "make tree          fetch the base, create build/openvpn with patches/ applied"
+	@echo "make build         build build/bin/openvpn from build/openvpn"
+	@echo "make baseline      build build/bin/openvpn-baseline (same base, no series)"
+	@echo "make export        write build/openvpn's commits back to patches/"
+	@echo "make series-check  git am patches/ onto a fresh base; compare with build/openvpn"
+	@echo "make style         uncrustify check of the series' code"
+	@echo "make bench         connect-time and server-cost benchmark"
+	@echo "make retree        throw build/openvpn away and recreate it (refuses unexported work)"
+
+deps:
+	@scripts/deps.sh
+
+fetch: deps
+	@scripts/fetch-base.sh
+
+tree: fetch
+	@if [ -d $(WT)/.git ]; then echo "tree: $(WT) exists"; else scripts/make-tree.sh; fi
+
+retree: fetch
+	@if [ -d $(WT)/.git ]; then scripts/series-check.sh >/dev/null || \
+	    { echo "retree: $(WT) has work not in patches/ (make export first)"; exit 1; }; fi
+	rm -rf $(WT) build/obj/patched
+	scripts/make-tree.sh
+
+export:
+	@scripts/export.sh
+
+series-check: tree
+	@scripts/series-check.sh
+
+build: tree
+	@scripts/build.sh patched
+
+baseline: tree
+	@scripts/build.sh baseline
+
+relay:
+	@$(MAKE) -s -C testbed/relay
+
+style: tree
+	@python3 scripts/style.py; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+
+check: deps build baseline relay
+	@tests/check.sh
+
+# run the tests without (re)building
+test-only:
+	@tests/check.sh
+
+demo: deps build baseline relay
+	@testbed/demo.sh
+
+bench: deps build baseline relay
+	@testbed/bench.sh
+
+clean:
+	rm -rf build/obj build/bin build/check build/bench
+	-$(MAKE) -s -C testbed/relay clean
+
+distclean:
+	rm -rf build
+	-$(MAKE) -s -C testbed/relay clean

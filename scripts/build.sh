@@ -1,0 +1,73 @@
+#!/bin/bash
+# Build OpenVPN out of the work tree, in a copy, so the work tree stays clean.
+#
+#   scripts/build.sh patched    build/openvpn as it is now -> build/bin/openvpn
+#   scripts/build.sh baseline   the "upstream" tag (no series) -> build/bin/openvpn-baseline
+#
+# Both use the same configure flags (CONFIGURE_FLAGS, see README).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+which=${1:-patched}
+wt="$top/build/openvpn"
+obj="$top/build/obj/$which"
+src="$obj/src"
+
+# Debian's hardening flags, Debian's feature switches that need no extra
+# libraries (DCO on, x509-alt-username), and the unit tests on.
+: "${CONFIGURE_FLAGS:=--enable-dco --enable-x509-alt-username --enable-unit-tests}"
+: "${JOBS:=$(nproc)}"
+
+[ -d "$wt/.git" ] || "$top/scripts/make-tree.sh"
+mkdir -p "$obj" "$top/build/bin"
+
+case "$which" in
+    patched)
+        # the work tree as it is (uncommitted edits included); -u keeps
+        # files that autoreconf regenerated in the copy
+        mkdir -p "$src"
+        rsync -a -u --exclude=/.git "$wt/" "$src/"
+        out="$top/build/bin/openvpn"
+        ;;
+    baseline)
+        rev=$(git -C "$wt" rev-parse upstream)
+        if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
+            rm -rf "$src"
+            mkdir -p "$src"
+            git -C "$wt" archive upstream | tar -x -C "$src"
+            echo "$rev" > "$obj/rev"
+        fi
+        out="$top/build/bin/openvpn-baseline"
+        ;;
+    *)
+        echo "usage: $0 patched|baseline" >&2
+        exit 2
+        ;;
+esac
+
+cd "$src"
+# re-run autoreconf when the build system changed
+am_sum=$( (cat configure.ac; find . -name Makefile.am -print0 | sort -z | xargs -0 cat) | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$obj/am.sum" 2>/dev/null)" != "$am_sum" ]; then
+    echo "build[$which]: autoreconf -fi"
+    autoreconf -fi >"$obj/autoreconf.log" 2>&1 || { cat "$obj/autoreconf.log"; exit 1; }
+    echo "$am_sum" > "$obj/am.sum"
+    rm -f "$obj/configure.sum"
+fi
+cflags=$(dpkg-buildflags --get CFLAGS 2>/dev/null || echo "-g -O2")
+cppflags=$(dpkg-buildflags --get CPPFLAGS 2>/dev/null || true)
+ldflags=$(dpkg-buildflags --get LDFLAGS 2>/dev/null || true)
+cfg_sum=$(echo "$CONFIGURE_FLAGS $cflags $cppflags $ldflags" | sha256sum | cut -d' ' -f1)
+if [ ! -f config.status ] || [ "$(cat "$obj/configure.sum" 2>/dev/null)" != "$cfg_sum" ]; then
+    echo "build[$which]: configure $CONFIGURE_FLAGS"
+    # shellcheck disable=SC2086
+    ./configure -q $CONFIGURE_FLAGS CFLAGS="$cflags" CPPFLAGS="$cppflags" \
+        LDFLAGS="$ldflags" >"$obj/configure.log" 2>&1 || { tail -30 "$obj/configure.log"; exit 1; }
+    echo "$cfg_sum" > "$obj/configure.sum"
+fi
+echo "build[$which]: make -j$JOBS"
+make -j"$JOBS" >"$obj/make.log" 2>&1 || { grep -E "error|Error" "$obj/make.log" | head -40; exit 1; }
+# build the unit test drivers too, so a broken test build shows here
+make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -E "error|Error" "$obj/make.log" | head -40; exit 1; }
+cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"
+echo "build[$which]: $out"

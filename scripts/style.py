@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Check the series' C code with uncrustify and upstream's 2.6 config.
+
+New files must be uncrustify-clean as a whole; in upstream files only the
+lines the series adds are checked (a reformat hunk that touches an added
+line fails).  Skips, with a printed reason, when the config or uncrustify
+is missing.  Exit 0 clean/skip, 1 differences, 77 skipped.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+wt = os.path.join(top, "build", "openvpn")
+conf = os.environ.get("UNCRUSTIFY_CONF",
+                      os.path.join(top, "..", "shared", "reference",
+                                   "uncrustify-2.6.conf"))
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", wt] + list(args), check=True,
+                          capture_output=True, text=True).stdout
+
+
+def ranges(diff, side):
+    """Line ranges ('+' new side or '-' old side) from a -U0 diff."""
+    out = []
+    for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@",
+                         diff, re.M):
+        if side == "-":
+            start, cnt = int(m.group(1)), int(m.group(2) or 1)
+        else:
+            start, cnt = int(m.group(3)), int(m.group(4) or 1)
+        # a pure deletion/insertion point counts as touching line `start`
+        out.append((start, start + max(cnt, 1) - 1))
+    return out
+
+
+def main():
+    if not os.path.isfile(conf):
+        print(f"SKIP style: uncrustify config not found at {conf} "
+              "(set UNCRUSTIFY_CONF)")
+        return 77
+    if not shutil.which("uncrustify"):
+        print("SKIP style: uncrustify not installed")
+        return 77
+    files = git("diff", "--name-only", "--diff-filter=AM", "upstream", "HEAD",
+                "--", "*.c", "*.h").split()
+    added_files = set(git("diff", "--name-only", "--diff-filter=A",
+                          "upstream", "HEAD", "--").split())
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in files:
+            src = os.path.join(wt, f)
+            head = git("show", f"HEAD:{f}")
+            orig = os.path.join(tmp, "orig")
+            with open(orig, "w") as fh:
+                fh.write(head)
+            res = subprocess.run(["uncrustify", "-q", "-c", conf, "-f", orig],
+                                 capture_output=True, text=True)
+            if res.returncode != 0:
+                print(f"style: uncrustify failed on {f}: {res.stderr.strip()}")
+                bad += 1
+                continue
+            fmt = os.path.join(tmp, "fmt")
+            with open(fmt, "w") as fh:
+                fh.write(res.stdout)
+            d = subprocess.run(["diff", "-U0", orig, fmt], capture_output=True,
+                               text=True).stdout
+            if not d:
+                continue
+            if f in added_files:
+                hits = ranges(d, "-")
+            else:
+                added = ranges(git("diff", "-U0", "upstream", "HEAD", "--", f), "+")
+                hits = [r for r in ranges(d, "-")
+                        if any(r[0] <= a[1] and a[0] <= r[1] for a in added)]
+            if hits:
+                bad += 1
+                print(f"style: {f}: uncrustify wants changes at lines "
+                      + ", ".join(f"{a}-{b}" for a, b in hits))
+                full = subprocess.run(["diff", "-u", orig, fmt],
+                                      capture_output=True, text=True).stdout
+                print("\n".join(full.splitlines()[2:60]))
+    print(f"style: {len(files)} file(s) checked, {bad} with differences")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
