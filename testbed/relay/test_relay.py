@@ -373,20 +373,26 @@ def updown_gap(r, lo, hi):
 
 
 def t_order():
-    r = with_relay(C.echo4.spec(), "--delay", "5")
-    try:
-        c = Client(r.addr())
-        for i in range(200):
-            c.send(pkt(i))
-        got = c.drain(quiet=0.3)
-        seqs = [seq_of(x) for x in got]
-        check(len(seqs) == 200, "got %d of 200 datagrams back" % len(seqs))
-        check(seqs == list(range(200)), "order not preserved: %s..." % seqs[:20])
-        ports = {struct.unpack("!H", x[-2:])[0] for x in got}
-        check(len(ports) == 1, "upstream port changed: %s" % ports)
-        return "200/200 in order"
-    finally:
-        r.stop()
+    # asymmetric delays too, so that each direction's queue is checked on
+    # its own (two reversing queues would cancel out with equal delays)
+    for args in (["--delay", "5"], ["--delay-up", "5", "--delay-down", "0"],
+                 ["--delay-up", "0", "--delay-down", "5"]):
+        r = with_relay(C.echo4.spec(), *args)
+        try:
+            c = Client(r.addr())
+            for i in range(200):
+                c.send(pkt(i))
+            got = c.drain(quiet=0.3)
+            seqs = [seq_of(x) for x in got]
+            check(len(seqs) == 200, "%s: got %d of 200 datagrams back" %
+                  (" ".join(args), len(seqs)))
+            check(seqs == list(range(200)), "%s: order not preserved: %s..." %
+                  (" ".join(args), seqs[:20]))
+            ports = {struct.unpack("!H", x[-2:])[0] for x in got}
+            check(len(ports) == 1, "upstream port changed: %s" % ports)
+        finally:
+            r.stop()
+    return "200/200 in order, 3 delay configurations"
 
 
 def loss_run(seed, pct, n=1000):

@@ -1,0 +1,591 @@
+# shellcheck shell=bash
+# testbed/lib.sh: a sourced bash library for the end-to-end tests, the demo
+# and the benchmark of the oob-server-probe series.
+#
+# Typical use (see tests/e2e/t_testbed.sh for a complete example):
+#
+#   . "$(dirname "$0")/../../testbed/lib.sh"
+#   tb_need_root                    # SKIP (exit 77) unless root + /dev/net/tun
+#   tb_isolate "$@"                 # re-exec in a private network namespace
+#   tb_init mytest                  # fresh build/testbed/mytest, cleanup trap
+#   tb_pki                          # CA/server/client certs + wrap keys
+#   tb_server s1 21001 --wrap tls-crypt -- --ping 1
+#   tb_relay  r1 127.0.0.1:21101 127.0.0.1:21001 --delay 50
+#   tb_client c1 --wrap tls-crypt -- --remote 127.0.0.1 21101 udp4 --ping 1
+#   ms=$(tb_wait_connected c1 30) || tb_die "c1 did not connect"
+#   tb_connected_server c1          # -> 127.0.0.1:21101
+#   tb_count_op r1 up 7             # P_CONTROL_HARD_RESET_CLIENT_V2 sent
+#
+# Rules:
+# - tb_server/tb_client/tb_relay must run in the test's main shell (not in
+#   $(...) or a pipeline): they record pids in global variables, and the
+#   children get a parent-death signal, so a subshell's exit would kill them.
+# - Every wait is bounded; failures print a message and the log tails.
+# - Only loopback addresses (127.0.0.0/8, ::1) are ever used.
+#
+# Environment knobs:
+#   TB_BIN          patched openvpn   (default build/bin/openvpn)
+#   TB_BASELINE     unpatched openvpn (default build/bin/openvpn-baseline)
+#   TB_RELAY        udprelay binary   (default testbed/relay/udprelay)
+#   TB_ROOT         where work dirs go (default build/testbed)
+#   TB_PORT_BASE    first port used by the tests (default 21000); tests use
+#                   tb_port N = TB_PORT_BASE + N
+#   TB_NETNS=0      do not move the test into a private network namespace
+#   TB_START_TIMEOUT seconds a server/relay may take to start (default 20)
+#   TB_VERB         openvpn --verb (default 4)
+
+TB_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+: "${TB_BIN:=$TB_TOP/build/bin/openvpn}"
+: "${TB_BASELINE:=$TB_TOP/build/bin/openvpn-baseline}"
+: "${TB_RELAY:=$TB_TOP/testbed/relay/udprelay}"
+: "${TB_ROOT:=$TB_TOP/build/testbed}"
+: "${TB_PORT_BASE:=21000}"
+: "${TB_START_TIMEOUT:=20}"
+: "${TB_VERB:=4}"
+: "${TB_SUBNET_PREFIX:=10.231}"
+
+TB_NAME=""
+TB_DIR=""
+declare -gA TB_PID=()       # name -> pid of every process we started
+declare -ga TB_TUNS=()      # tun devices our servers use
+TB_NSERVERS=0
+TB_PREFIX=()                # command prefix for children (pdeathsig)
+TB_CLEANED=0
+TB_PKI=""
+
+# ---------------------------------------------------------------- messages
+
+tb_log()  { printf '# %s\n' "$*"; }
+tb_warn() { printf '# WARNING: %s\n' "$*" >&2; }
+
+# tb_die MSG: print FAIL and exit 1 (the trap cleans up)
+tb_die()
+{
+    printf 'FAIL: %s\n' "$*"
+    exit 1
+}
+
+tb_skip()
+{
+    printf 'SKIP: %s\n' "$*"
+    exit 77
+}
+
+# tb_tail NAME...: dump the last lines of the logs of NAME (client, server
+# or relay) to stdout, prefixed, for failure diagnosis
+tb_tail()
+{
+    local n f
+    for n in "$@"; do
+        for f in "$TB_DIR/$n.log" "$TB_DIR/$n.relay.log" "$TB_DIR/$n.stderr"; do
+            [ -s "$f" ] || continue
+            printf '#   --- last lines of %s ---\n' "${f#"$TB_TOP"/}"
+            tail -n "${TB_TAIL_LINES:-25}" "$f" | sed 's/^/#   | /'
+        done
+    done
+}
+
+# ---------------------------------------------------------------- setup
+
+# tb_need_root: SKIP unless root and /dev/net/tun exist
+tb_need_root()
+{
+    if [ "$(id -u)" -ne 0 ]; then
+        tb_skip "needs root (servers open tun devices)"
+    fi
+    if [ ! -c /dev/net/tun ]; then
+        tb_skip "/dev/net/tun is missing"
+    fi
+}
+
+# tb_need_bin PATH...: SKIP when a binary has not been built
+tb_need_bin()
+{
+    local b
+    for b in "$@"; do
+        [ -x "$b" ] || tb_skip "${b#"$TB_TOP"/} is not built (make build baseline)"
+    done
+}
+
+# tb_need_relay: build the relay if needed, SKIP when it cannot be had
+tb_need_relay()
+{
+    if [ ! -x "$TB_RELAY" ] && [ -f "$TB_TOP/testbed/relay/Makefile" ]; then
+        make -s -C "$TB_TOP/testbed/relay" >/dev/null 2>&1 || true
+    fi
+    [ -x "$TB_RELAY" ] || tb_skip "the UDP relay ${TB_RELAY#"$TB_TOP"/} is not built"
+}
+
+# tb_isolate "$@": re-execute the calling script in a private network
+# namespace (loopback only), so that its ports, tun devices and routes never
+# touch the host and vanish with it. Call it before tb_init, with the
+# script's arguments. No-op when TB_NETNS=0, when already isolated, or when
+# unshare is unavailable (then the host's loopback is used).
+tb_isolate()
+{
+    [ "${TB_NETNS:-1}" = 0 ] && return 0
+    [ -n "${TB_IN_NETNS:-}" ] && return 0
+    [ "$(id -u)" -eq 0 ] || return 0
+    command -v unshare >/dev/null 2>&1 || return 0
+    if ! unshare --net true 2>/dev/null; then
+        tb_warn "unshare --net failed; running in the host network namespace"
+        return 0
+    fi
+    export TB_IN_NETNS=1
+    exec unshare --net -- bash "$0" "$@"
+}
+
+# tb_port N: TB_PORT_BASE + N
+tb_port() { echo $((TB_PORT_BASE + $1)); }
+
+# tb_has_opt BIN OPTION: does BIN's --help list --OPTION (exactly that name)
+tb_has_opt()
+{
+    "$1" --help 2>/dev/null | grep -qE -- "--$2([^a-zA-Z0-9-]|\$)"
+}
+
+# tb_init NAME: fresh work dir build/testbed/NAME, cleanup trap
+tb_init()
+{
+    TB_NAME=$1
+    TB_DIR="$TB_ROOT/$TB_NAME"
+    rm -rf "$TB_DIR"
+    mkdir -p "$TB_DIR" || { echo "tb_init: cannot create $TB_DIR" >&2; exit 1; }
+    TB_PID=()
+    TB_TUNS=()
+    TB_NSERVERS=0
+    TB_CLEANED=0
+    if [ -n "${TB_IN_NETNS:-}" ]; then
+        ip link set lo up 2>/dev/null || true
+    fi
+    # children die with us, even if we are SIGKILLed
+    TB_PREFIX=()
+    if setpriv --help 2>/dev/null | grep -q -- --pdeathsig; then
+        TB_PREFIX=(setpriv --pdeathsig KILL --)
+    fi
+    trap 'tb__cleanup' EXIT
+    trap 'tb__signal 130' INT
+    trap 'tb__signal 143' TERM
+    trap 'tb__signal 129' HUP
+}
+
+tb__signal()
+{
+    echo "# interrupted, cleaning up" >&2
+    exit "$1"   # runs the EXIT trap
+}
+
+# tb_stop NAME: stop one process started by tb_server/tb_client/tb_relay
+# (SIGTERM, then SIGKILL after 5 s) and forget it
+tb_stop()
+{
+    local name=$1 pid i
+    pid=${TB_PID[$name]:-}
+    [ -n "$pid" ] || return 0
+    unset "TB_PID[$name]"
+    kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }
+    for ((i = 0; i < 500; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.01
+    done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+# tb_stop_all: stop every process of this test (servers, clients, relays)
+tb_stop_all()
+{
+    local n pid i alive
+    for n in "${!TB_PID[@]}"; do
+        kill -TERM "${TB_PID[$n]}" 2>/dev/null
+    done
+    for ((i = 0; i < 500; i++)); do
+        alive=0
+        for n in "${!TB_PID[@]}"; do
+            kill -0 "${TB_PID[$n]}" 2>/dev/null && { alive=1; break; }
+        done
+        [ $alive = 0 ] && break
+        sleep 0.01
+    done
+    for n in "${!TB_PID[@]}"; do
+        pid=${TB_PID[$n]}
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    TB_PID=()
+}
+
+tb__cleanup()
+{
+    local rc=$? d
+    [ "$TB_CLEANED" = 1 ] && return
+    TB_CLEANED=1
+    trap - INT TERM HUP
+    tb_stop_all
+    for d in "${TB_TUNS[@]}"; do
+        if ip link show dev "$d" >/dev/null 2>&1; then
+            ip link del dev "$d" 2>/dev/null || true
+        fi
+    done
+    return $rc
+}
+
+# tb__alive NAME: is the process NAME still running
+tb__alive()
+{
+    local pid=${TB_PID[$1]:-}
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# tb_pid NAME: pid of a process started by the library
+tb_pid() { echo "${TB_PID[$1]:-}"; }
+
+# ---------------------------------------------------------------- PKI
+
+# tb_pki: throw-away PKI (EC P-256) and wrap keys in $TB_DIR/pki, made once
+# per work dir. Sets TB_PKI.
+tb_pki()
+{
+    TB_PKI="$TB_DIR/pki"
+    [ -f "$TB_PKI/.done" ] && return 0
+    mkdir -p "$TB_PKI"
+    local p=$TB_PKI r eku keybin
+    (
+        set -e
+        cd "$p"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+            -nodes -keyout ca.key -out ca.crt -days 3 -subj /CN=tb-ca \
+            -addext basicConstraints=critical,CA:TRUE \
+            -addext keyUsage=critical,keyCertSign,cRLSign
+        for r in server client; do
+            eku=serverAuth
+            [ $r = client ] && eku=clientAuth
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+                -nodes -keyout $r.key -out $r.csr -subj /CN=tb-$r
+            printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n' \
+                $eku >$r.ext
+            openssl x509 -req -in $r.csr -CA ca.crt -CAkey ca.key \
+                -CAcreateserial -out $r.crt -days 3 -extfile $r.ext
+        done
+    ) >"$p/openssl.log" 2>&1 || { cat "$p/openssl.log"; tb_die "tb_pki: openssl failed"; }
+    # wrap keys from the binary under test (the baseline if it is missing)
+    keybin=$TB_BIN
+    [ -x "$keybin" ] || keybin=$TB_BASELINE
+    {
+        "$keybin" --genkey secret "$p/ta.key" &&
+        "$keybin" --genkey tls-crypt "$p/tc.key" &&
+        "$keybin" --genkey tls-crypt-v2-server "$p/v2s.key" &&
+        "$keybin" --tls-crypt-v2 "$p/v2s.key" --genkey tls-crypt-v2-client "$p/v2c.key"
+    } >"$p/genkey.log" 2>&1 || { cat "$p/genkey.log"; tb_die "tb_pki: openvpn --genkey failed"; }
+    touch "$p/.done"
+}
+
+# tb__wrap_args ROLE MODE: the openvpn arguments for a wrap mode
+tb__wrap_args()
+{
+    local role=$1 mode=$2
+    case $mode in
+        none|"") ;;
+        tls-auth)
+            if [ "$role" = server ]; then echo "--tls-auth $TB_PKI/ta.key 0"
+            else echo "--tls-auth $TB_PKI/ta.key 1"; fi ;;
+        tls-crypt) echo "--tls-crypt $TB_PKI/tc.key" ;;
+        tls-crypt-v2)
+            if [ "$role" = server ]; then echo "--tls-crypt-v2 $TB_PKI/v2s.key"
+            else echo "--tls-crypt-v2 $TB_PKI/v2c.key"; fi ;;
+        *) echo "tb: unknown wrap mode '$mode'" >&2; return 1 ;;
+    esac
+}
+
+# ---------------------------------------------------------------- processes
+
+# tb__spawn NAME CMD...: start CMD in the background, record its pid
+tb__spawn()
+{
+    local name=$1; shift
+    if [ -n "${TB_PID[$name]:-}" ]; then
+        tb_die "tb: a process named '$name' is already running"
+    fi
+    "${TB_PREFIX[@]}" "$@" >"$TB_DIR/$name.stderr" 2>&1 </dev/null &
+    TB_PID[$name]=$!
+    echo "$!" >"$TB_DIR/$name.pid"
+}
+
+# tb_server NAME PORT [--bin PATH] [--wrap MODE] [--ipv6|--proto udp6]
+#           [-- extra openvpn args]
+# Starts a UDP --mode server on 127.0.0.1:PORT (or [::1]:PORT), with its own
+# tun device and subnet, and waits (bounded) for its initialization.
+tb_server()
+{
+    local name=$1 port=$2; shift 2
+    local bin=$TB_BIN wrap=none proto=udp4 local=127.0.0.1
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --bin) bin=$2; shift 2 ;;
+            --wrap) wrap=$2; shift 2 ;;
+            --ipv6) proto=udp6; local=::1; shift ;;
+            --proto) proto=$2; shift 2
+                     [ "$proto" = udp6 ] && local=::1 ;;
+            --) shift; break ;;
+            *) tb_die "tb_server: unknown argument '$1'" ;;
+        esac
+    done
+    [ -n "$TB_PKI" ] || tb_pki
+    local wargs idx dev
+    wargs=$(tb__wrap_args server "$wrap") || tb_die "tb_server: bad --wrap"
+    TB_NSERVERS=$((TB_NSERVERS + 1))
+    idx=$TB_NSERVERS
+    # unique also outside a private netns: tb<pid>s<idx>, <= 15 chars
+    dev="tb$(( $$ % 100000 ))s$idx"
+    TB_TUNS+=("$dev")
+    # shellcheck disable=SC2086
+    tb__spawn "$name" "$bin" \
+        --server "$TB_SUBNET_PREFIX.$idx.0" 255.255.255.0 --topology subnet \
+        --proto "$proto" --local "$local" --port "$port" \
+        --dev "$dev" --dev-type tun --disable-dco \
+        --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/server.crt" \
+        --key "$TB_PKI/server.key" --dh none --duplicate-cn \
+        $wargs --verb "$TB_VERB" --log "$TB_DIR/$name.log" "$@"
+    echo "$local $port $proto $wrap $bin" >"$TB_DIR/$name.info"
+    tb__wait_log "$name" "Initialization Sequence Completed" "$TB_START_TIMEOUT" ||
+        { tb_tail "$name"; tb_die "server $name did not start"; }
+}
+
+# tb__wait_log NAME PATTERN TIMEOUT_S: wait for PATTERN in NAME.log while
+# the process lives
+tb__wait_log()
+{
+    local name=$1 pat=$2 limit=$3 t0 now
+    t0=$(date +%s%N)
+    while :; do
+        grep -qF -- "$pat" "$TB_DIR/$name.log" 2>/dev/null && return 0
+        if ! tb__alive "$name"; then
+            echo "# $name exited before '$pat'" >&2
+            return 1
+        fi
+        now=$(date +%s%N)
+        if (( (now - t0) / 1000000000 >= limit )); then
+            echo "# $name: no '$pat' within ${limit}s" >&2
+            return 1
+        fi
+        sleep 0.01
+    done
+}
+
+# tb_relay NAME LISTEN UPSTREAM [udprelay args]: start the delay relay,
+# logging to NAME.relay.log; waits for its pidfile (bounded)
+tb_relay()
+{
+    local name=$1 listen=$2 upstream=$3; shift 3
+    tb_need_relay
+    local pidf="$TB_DIR/$name.relay.pid" i
+    rm -f "$pidf"
+    tb__spawn "$name" "$TB_RELAY" --listen "$listen" --upstream "$upstream" \
+        --log "$TB_DIR/$name.relay.log" --pidfile "$pidf" --quiet "$@"
+    echo "$listen $upstream $*" >"$TB_DIR/$name.info"
+    for ((i = 0; i < TB_START_TIMEOUT * 100; i++)); do
+        [ -s "$pidf" ] && return 0
+        tb__alive "$name" || break
+        sleep 0.01
+    done
+    tb_tail "$name"
+    tb_die "relay $name ($listen -> $upstream) did not start"
+}
+
+# tb_client NAME [--bin PATH] [--wrap MODE] [-- extra args incl. remotes]
+# Starts a client (--dev null, no changes to the host network) with
+# OpenVPN's default timeouts and returns at once. The start time is taken
+# right before the exec, for tb_wait_connected.
+tb_client()
+{
+    local name=$1; shift
+    local bin=$TB_BIN wrap=none
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --bin) bin=$2; shift 2 ;;
+            --wrap) wrap=$2; shift 2 ;;
+            --) shift; break ;;
+            *) tb_die "tb_client: unknown argument '$1'" ;;
+        esac
+    done
+    [ -n "$TB_PKI" ] || tb_pki
+    local wargs
+    wargs=$(tb__wrap_args client "$wrap") || tb_die "tb_client: bad --wrap"
+    rm -f "$TB_DIR/$name.log" "$TB_DIR/$name.ms"
+    echo "$wrap $bin $*" >"$TB_DIR/$name.info"
+    date +%s%N >"$TB_DIR/$name.t0"
+    # shellcheck disable=SC2086
+    tb__spawn "$name" "$bin" --client --dev null --nobind \
+        --ifconfig-noexec --route-noexec --remote-cert-tls server \
+        --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/client.crt" \
+        --key "$TB_PKI/client.key" $wargs \
+        --verb "$TB_VERB" --log "$TB_DIR/$name.log" "$@"
+}
+
+# tb__logtime_ns LINE: the openvpn log timestamp of LINE in ns since epoch
+# ("2026-11-29 19:49:03 us=618788 ..."), empty when it has none
+tb__logtime_ns()
+{
+    local d t us s
+    read -r d t us _ <<<"$1"
+    [[ $d =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ && $us =~ ^us=([0-9]+)$ ]] || return 0
+    us=${BASH_REMATCH[1]}
+    s=$(date -d "$d $t" +%s 2>/dev/null) || return 0
+    echo $((s * 1000000000 + 10#$us * 1000))
+}
+
+# tb_is_connected NAME: has the client logged Initialization Sequence Completed
+tb_is_connected()
+{
+    grep -qF "Initialization Sequence Completed" "$TB_DIR/$1.log" 2>/dev/null
+}
+
+# tb_wait_connected NAME TIMEOUT_S: wait (polling every 10 ms) for the
+# client's "Initialization Sequence Completed"; prints the connect time in
+# ms (start of the client process -> the log line's own timestamp) and
+# stores it for tb_connect_ms. Non-zero on timeout or client exit.
+tb_wait_connected()
+{
+    local name=$1 limit=$2 t0 now line ns ms
+    t0=$(cat "$TB_DIR/$name.t0" 2>/dev/null) || tb_die "tb_wait_connected: no client $name"
+    while :; do
+        now=$(date +%s%N)
+        line=$(grep -m1 -F "Initialization Sequence Completed" "$TB_DIR/$name.log" 2>/dev/null)
+        if [ -n "$line" ]; then
+            ns=$(tb__logtime_ns "$line")
+            [ -n "$ns" ] || ns=$now
+            ms=$(( (ns - t0) / 1000000 ))
+            echo "$ms" >"$TB_DIR/$name.ms"
+            echo "$ms"
+            return 0
+        fi
+        if ! tb__alive "$name"; then
+            echo "# client $name exited without connecting" >&2
+            tb_tail "$name" >&2
+            return 1
+        fi
+        if (( (now - t0) / 1000000 >= limit * 1000 )); then
+            echo "# client $name did not connect within ${limit}s" >&2
+            tb_tail "$name" >&2
+            return 1
+        fi
+        sleep 0.01
+    done
+}
+
+# tb_connect_ms NAME: the connect time measured by tb_wait_connected
+tb_connect_ms() { cat "$TB_DIR/$1.ms" 2>/dev/null; }
+
+# tb_connected_server NAME: the address the client completed its TLS
+# handshake with, as 127.0.0.1:PORT or [::1]:PORT (the last one, if the
+# client reconnected)
+tb_connected_server()
+{
+    local line
+    line=$(grep -F "Peer Connection Initiated with" "$TB_DIR/$1.log" 2>/dev/null | tail -n 1)
+    [ -n "$line" ] || return 1
+    line=${line##*Peer Connection Initiated with }
+    line=${line%% *}
+    case $line in
+        "[AF_INET6]"*) line=${line#"[AF_INET6]"}
+                       echo "[${line%:*}]:${line##*:}" ;;
+        "[AF_INET]"*)  echo "${line#"[AF_INET]"}" ;;
+        *)             echo "$line" ;;
+    esac
+}
+
+# tb_connected_port NAME: just the port of tb_connected_server
+tb_connected_port()
+{
+    local s
+    s=$(tb_connected_server "$1") || return 1
+    echo "${s##*:}"
+}
+
+# ---------------------------------------------------------------- relay logs
+# Relay log lines: <time> <up|down> <client> <opcode> <len> [drop|lost|blackhole]
+# (up = client -> server, down = server -> client)
+
+# tb_opcodes RELAY [up|down]: the sequence of opcodes the relay saw, one
+# line, space separated; without a direction each item is dir:opcode
+tb_opcodes()
+{
+    local f="$TB_DIR/$1.relay.log" dir=${2:-}
+    [ -f "$f" ] || return 1
+    awk -v dir="$dir" '
+        $2 == "up" || $2 == "down" {
+            if (dir == "") out = out sep $2 ":" $4
+            else if ($2 == dir) out = out sep $4
+            else next
+            sep = " "
+        }
+        END { print out }' "$f"
+}
+
+# tb_count_op RELAY up|down OPCODE [all|fwd]: how many datagrams with that
+# opcode arrived at the relay in that direction (all, the default: what the
+# peer sent, including those the relay dropped or blackholed; fwd: only
+# those the relay passed on)
+tb_count_op()
+{
+    local f="$TB_DIR/$1.relay.log"
+    [ -f "$f" ] || { echo 0; return 1; }
+    awk -v dir="$2" -v op="$3" -v mode="${4:-all}" '
+        $2 == dir && $4 == op && (mode != "fwd" || NF == 5) { n++ }
+        END { print n + 0 }' "$f"
+}
+
+# tb_op_summary RELAY up|down: "op:count op:count ..." for a quick look
+tb_op_summary()
+{
+    local f="$TB_DIR/$1.relay.log"
+    [ -f "$f" ] || return 1
+    awk -v dir="$2" '$2 == dir { c[$4]++ } END { for (o in c) printf "%s:%d ", o, c[o]; print "" }' "$f" |
+        tr ' ' '\n' | sort -n | tr '\n' ' ' | sed 's/^ *//; s/ *$//'
+    echo
+}
+
+# tb_wait_ops RELAY TIMEOUT_S [up|down OPCODE MIN]...: wait until the relay
+# log holds at least MIN datagrams of each given direction/opcode
+tb_wait_ops()
+{
+    local relay=$1 limit=$2; shift 2
+    local t0 now ok i
+    t0=$(date +%s%N)
+    while :; do
+        ok=1
+        for ((i = 1; i <= $#; i += 3)); do
+            local d=${!i} j=$((i + 1)) k=$((i + 2))
+            local o=${!j} m=${!k}
+            if [ "$(tb_count_op "$relay" "$d" "$o")" -lt "$m" ]; then
+                ok=0
+                break
+            fi
+        done
+        [ $ok = 1 ] && return 0
+        now=$(date +%s%N)
+        (( (now - t0) / 1000000 >= limit * 1000 )) && return 1
+        sleep 0.05
+    done
+}
+
+# tb_proc_cpu_ticks PID: utime+stime of a process in clock ticks
+tb_proc_cpu_ticks()
+{
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    stat=${stat##*) }
+    # fields after "(comm) ": state=1 ... utime=12 stime=13
+    set -- $stat
+    echo $(( ${12} + ${13} ))
+}
+
+# tb_proc_rss_kb PID: VmRSS in kB
+tb_proc_rss_kb()
+{
+    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+# tb_quiet CMD...: run CMD with its output discarded
+tb_quiet() { "$@" >/dev/null 2>&1; }
