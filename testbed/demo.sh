@@ -162,7 +162,7 @@ run_client()
 {
     local name=$1 label=$2; shift 2
     tb_client "$name" "$@"
-    local t0 el last_print=-10 st
+    local t0 el last_print=-10 st last_key="" key
     t0=$(date +%s)
     while ! tb_is_connected "$name"; do
         el=$(( $(date +%s) - t0 ))
@@ -181,9 +181,14 @@ run_client()
         st=$(client_status "$name")
         if [ $is_tty = 1 ]; then
             printf '\r  %3ds  %-70.70s' "$el" "$st"
-        elif [ $((el - last_print)) -ge 10 ]; then
-            printf '  %3ds  %s\n' "$el" "$st"
-            last_print=$el
+        else
+            # not a terminal: a line on every change of activity, and every 10 s
+            key=${st//[0-9]/}
+            if [ "$key" != "$last_key" ] || [ $((el - last_print)) -ge 10 ]; then
+                printf '  %3ds  %s\n' "$el" "$st"
+                last_print=$el
+                last_key=$key
+            fi
         fi
         sleep 0.2
     done
@@ -225,8 +230,12 @@ fi
 echo
 hr
 echo "Remotes, in config order"
-printf '  %-2s %-17s %-9s %-13s | %-35s\n' "#" "address" "emulated" "advertised" "probe result (patched client)"
-printf '  %-2s %-17s %-9s %-13s | %-9s %-6s %-7s %-5s\n' "" "" "RTT" "prio/weight" "RTT" "prio" "weight" "rank"
+printf '  %-2s %-17s %-9s %-13s | %s\n' "#" "address" "emulated" "advertised" "probe result (patched client)"
+if [ $have_probe = 1 ]; then
+    printf '  %-2s %-17s %-9s %-13s | %-9s %-6s %-7s %-5s\n' "" "" "RTT" "prio/weight" "RTT" "prio" "weight" "rank"
+else
+    printf '  %-2s %-17s %-9s %-13s |\n' "" "" "RTT" "prio/weight"
+fi
 for i in 0 1 2 3; do
     a="127.0.0.1:$(tb_port $((i + 11)))"
     if [ $have_reply = 1 ]; then

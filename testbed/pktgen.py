@@ -98,6 +98,16 @@ def proc_cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])   # utime, stime
 
 
+def proc_sched_ns(pid):
+    """CPU time in ns from /proc/PID/schedstat (finer than the clock ticks
+    of /proc/PID/stat), or None where the kernel does not provide it."""
+    try:
+        with open("/proc/%d/schedstat" % pid) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def proc_rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -132,6 +142,7 @@ def run(args):
     res = {"kind": args.kind, "target": args.target}
     if args.pid:
         res["cpu_ticks_before"] = proc_cpu_ticks(args.pid)
+        sched0 = proc_sched_ns(args.pid)
         res["rss_kb_before"] = proc_rss_kb(args.pid)
 
     outstanding = {}          # sid -> send time
@@ -215,9 +226,15 @@ def run(args):
         res["cpu_ticks"] = proc_cpu_ticks(args.pid) - res["cpu_ticks_before"]
         res["clk_tck"] = os.sysconf("SC_CLK_TCK")
         res["rss_kb_after"] = proc_rss_kb(args.pid)
+        sched1 = proc_sched_ns(args.pid)
+        if sched0 is not None and sched1 is not None:
+            res["cpu_ns_sched"] = sched1 - sched0
         if valid:
             res["cpu_us_per_reply"] = round(
                 res["cpu_ticks"] * 1e6 / res["clk_tck"] / valid, 2)
+            if "cpu_ns_sched" in res:
+                res["cpu_us_per_reply_sched"] = round(
+                    res["cpu_ns_sched"] / 1e3 / valid, 2)
     return res
 
 

@@ -1,0 +1,361 @@
+#!/bin/bash
+# testbed/bench.sh (make bench): patched vs baseline, side by side.
+#
+#  (a) dead first, 4 remotes (blackhole, 150, 60, 20 ms RTT): time to
+#      connect, baseline vs patched (--server-probe when the binary has it,
+#      else the patched client without it, labelled so);
+#  (b) one remote at 200 ms RTT: no probing vs --server-probe vs
+#      --server-probe with the one-RTT shortcut defeated by a relay rebind
+#      between probe and connect (udprelay --rebind-after-packets 1);
+#      in ms and in RTTs;
+#  (c) server cost: CPU per stateless reply (HMAC-cookie reset vs probe
+#      reply; N crafted packets from testbed/pktgen.py at a server with
+#      --connect-freq-initial 1000000 1) and the server's VmRSS before and
+#      after 100000 probes.
+# Rows that need a feature the binary lacks print "n/a (feature not present)".
+# Results: a markdown table in build/bench/results.md (printed too).
+#
+#   testbed/bench.sh           full run
+#   testbed/bench.sh --smoke   one quick run of each row, small N (< 2 min),
+#                              written to build/bench/smoke.md; not a timing
+#
+# Env: BENCH_RUNS (connect benches, default 3), BENCH_RUNS_SLOW (runs that
+# wait out the dead remote, ~1 min each, default 1), BENCH_N (packets per
+# CPU run, default 20000), BENCH_RSS_N (probes for the RSS row, 100000),
+# TB_* (testbed/lib.sh). The slow runs go on in the background while the
+# other rows are measured: they only wait for a 60 s timer.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+
+SMOKE=0
+for a in "$@"; do
+    case $a in
+        --smoke) SMOKE=1 ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
+        *) echo "bench.sh: unknown argument $a" >&2; exit 2 ;;
+    esac
+done
+
+tb_need_root
+tb_need_bin "$TB_BIN" "$TB_BASELINE"
+tb_need_relay
+tb_isolate "$@"
+
+if [ $SMOKE = 1 ]; then
+    RUNS=1 RUNS_SLOW=1 N=${BENCH_N:-2000} RSS_N=${BENCH_RSS_N:-5000} CPU_RUNS=1
+    OUT="$TB_TOP/build/bench/smoke.md"
+    tb_init bench-smoke
+else
+    RUNS=${BENCH_RUNS:-3} RUNS_SLOW=${BENCH_RUNS_SLOW:-1}
+    N=${BENCH_N:-20000} RSS_N=${BENCH_RSS_N:-100000} CPU_RUNS=${BENCH_CPU_RUNS:-3}
+    OUT="$TB_TOP/build/bench/results.md"
+    tb_init bench
+fi
+mkdir -p "$(dirname "$OUT")"
+PKTGEN="$here/pktgen.py"
+SLOW_TIMEOUT=200     # s, bound for a client that waits out the dead remote
+FAST_TIMEOUT=60      # s, bound for any other connect
+NA="n/a (feature not present)"
+
+have_probe=0 have_reply=0
+tb_has_opt "$TB_BIN" server-probe && have_probe=1
+tb_has_opt "$TB_BIN" server-probe-reply && have_reply=1
+
+say() { printf '[bench %3ds] %s\n' "$(( $(date +%s) - T_START ))" "$*"; }
+T_START=$(date +%s)
+
+# median of the arguments (integers); empty when none
+median()
+{
+    [ $# -gt 0 ] || return 0
+    printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
+        if (NR % 2) print v[(NR + 1) / 2]; else print int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+tb_pki
+
+# ---- servers
+# (a) four patched servers behind relays: dead, 75, 30, 10 ms one way
+A_DELAYS=(dead 75 30 10)
+A_RTT=(dead 150 60 20)
+A_REMOTES=()
+for i in 0 1 2 3; do
+    sp=$(tb_port $((i + 1))) rp=$(tb_port $((i + 11)))
+    tb_server "as$i" "$sp"
+    if [ "${A_DELAYS[$i]}" = dead ]; then
+        tb_relay "ar$i" "127.0.0.1:$rp" "127.0.0.1:$sp" --blackhole
+    else
+        tb_relay "ar$i" "127.0.0.1:$rp" "127.0.0.1:$sp" --delay "${A_DELAYS[$i]}"
+    fi
+    A_REMOTES+=(--remote 127.0.0.1 "$rp" udp4)
+done
+# (b) one patched server at 200 ms RTT, plus a rebinding relay to it
+B_SP=$(tb_port 5) B_RP=$(tb_port 15) B_RBP=$(tb_port 16)
+tb_server bs "$B_SP"
+tb_relay br "127.0.0.1:$B_RP" "127.0.0.1:$B_SP" --delay 100
+tb_relay brb "127.0.0.1:$B_RBP" "127.0.0.1:$B_SP" --delay 100 --rebind-after-packets 1
+
+# ---- (a) slow runs in the background: baseline, and patched without probing
+SLOW_CLIENTS=()
+for ((r = 1; r <= RUNS_SLOW; r++)); do
+    tb_client "a_base_$r" --bin "$TB_BASELINE" -- "${A_REMOTES[@]}"
+    SLOW_CLIENTS+=("a_base_$r")
+    if [ $have_probe = 0 ]; then
+        tb_client "a_patched_$r" --bin "$TB_BIN" -- "${A_REMOTES[@]}"
+        SLOW_CLIENTS+=("a_patched_$r")
+    fi
+done
+say "(a) started ${#SLOW_CLIENTS[@]} client(s) that wait out the dead remote (~60 s each, in parallel)"
+
+# connect_runs PREFIX RUNS TIMEOUT [tb_client args]: sequential runs; sets
+# RUNS_OUT to the connect times (ms) of the successful runs, space separated
+# (no $(...): the library's processes must belong to the main shell)
+connect_runs()
+{
+    local prefix=$1 runs=$2 limit=$3; shift 3
+    local r ms out=()
+    for ((r = 1; r <= runs; r++)); do
+        tb_client "${prefix}_$r" "$@"
+        if ms=$(tb_wait_connected "${prefix}_$r" "$limit" 2>>"$TB_DIR/failures.log"); then
+            out+=("$ms")
+        fi
+        tb_stop "${prefix}_$r"
+    done
+    RUNS_OUT="${out[*]}"
+}
+
+# ---- (b) one remote at 200 ms RTT
+declare -A B_MS=()
+say "(b) 200 ms RTT: baseline, no probing ($RUNS runs)"
+connect_runs b_base "$RUNS" $FAST_TIMEOUT --bin "$TB_BASELINE" -- --remote 127.0.0.1 "$B_RP" udp4
+B_MS[base]=$RUNS_OUT
+say "(b) 200 ms RTT: patched, no probing ($RUNS runs)"
+connect_runs b_patched "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4
+B_MS[patched]=$RUNS_OUT
+if [ $have_probe = 1 ]; then
+    say "(b) 200 ms RTT: patched, --server-probe ($RUNS runs)"
+    connect_runs b_probe "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe
+    B_MS[probe]=$RUNS_OUT
+    say "(b) 200 ms RTT: patched, --server-probe, rebind between probe and connect ($RUNS runs)"
+    connect_runs b_rebind "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RBP" udp4 --server-probe
+    B_MS[rebind]=$RUNS_OUT
+fi
+
+# ---- (a) fast runs: patched with --server-probe
+A_PATCHED=""
+if [ $have_probe = 1 ]; then
+    say "(a) dead first: patched, --server-probe ($RUNS runs)"
+    connect_runs a_probe "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- "${A_REMOTES[@]}" --server-probe
+    A_PATCHED=$RUNS_OUT
+fi
+
+# ---- (c) server cost
+# cpu_cost NAME BIN KIND: CPU_RUNS pktgen runs of N packets at a fresh
+# server; sets COST_OUT to "us_per_reply(stat) us_per_reply(schedstat)
+# replies sent", summed over the runs
+cpu_cost()
+{
+    local name=$1 bin=$2 kind=$3 port line r
+    port=$(tb_port $((30 + ${#CPU_SRV[@]})))
+    CPU_SRV+=("$name")
+    tb_server "$name" "$port" --bin "$bin" -- --connect-freq-initial 1000000 1 --verb 1
+    local ticks=0 sched=0 valid=0 sent=0 hz=100 has_sched=1
+    for ((r = 1; r <= CPU_RUNS; r++)); do
+        line=$(python3 "$PKTGEN" --target "127.0.0.1:$port" --kind "$kind" \
+               --count "$N" --pid "$(tb_pid "$name")" 2>&1)
+        echo "$name run $r: $line" >>"$TB_DIR/pktgen.log"
+        ticks=$((ticks + $(kv cpu_ticks "$line" 0)))
+        valid=$((valid + $(kv valid "$line" 0)))
+        sent=$((sent + $(kv sent "$line" 0)))
+        hz=$(kv clk_tck "$line" 100)
+        if [ -n "$(kv cpu_ns_sched "$line")" ]; then
+            sched=$((sched + $(kv cpu_ns_sched "$line")))
+        else
+            has_sched=0
+        fi
+    done
+    tb_stop "$name"
+    if [ $valid -eq 0 ]; then
+        COST_OUT="- - 0 $sent"
+        return
+    fi
+    COST_OUT=$(awk -v t="$ticks" -v hz="$hz" -v v="$valid" -v s="$sched" -v hs="$has_sched" -v n="$sent" \
+        'BEGIN { printf "%.2f %s %d %d\n", t * 1e6 / hz / v, (hs ? sprintf("%.2f", s / 1e3 / v) : "-"), v, n }')
+}
+# kv KEY LINE [DEFAULT]: value of KEY=VALUE in a pktgen output line
+kv()
+{
+    local v
+    v=$(sed -n "s/.*\(^\| \)$1=\([^ ]*\).*/\2/p" <<<"$2")
+    echo "${v:-${3:-}}"
+}
+CPU_SRV=()
+
+say "(c) server CPU per HMAC-cookie reset, baseline server (${CPU_RUNS}x$N)"
+cpu_cost cs_base "$TB_BASELINE" reset
+C_RESET_BASE=$COST_OUT
+say "(c) server CPU per HMAC-cookie reset, patched server (${CPU_RUNS}x$N)"
+cpu_cost cs_patched "$TB_BIN" reset
+C_RESET_PATCHED=$COST_OUT
+
+# does the patched server answer probes at all?
+PROBE_PORT=$(tb_port 40)
+tb_server cs_probe "$PROBE_PORT" -- --connect-freq-initial 1000000 1 --verb 1
+PROBE_ANSWERS=0
+line=$(python3 "$PKTGEN" --target "127.0.0.1:$PROBE_PORT" --kind probe --count 5 --timeout 1 2>&1)
+echo "probe check: $line" >>"$TB_DIR/pktgen.log"
+[ "$(kv valid "$line" 0)" -gt 0 ] && PROBE_ANSWERS=1
+C_PROBE="" RSS_BEFORE="" RSS_AFTER="" RSS_REPLIES=""
+if [ $PROBE_ANSWERS = 1 ]; then
+    tb_stop cs_probe
+    say "(c) server CPU per probe reply, patched server (${CPU_RUNS}x$N)"
+    cpu_cost cs_probe2 "$TB_BIN" probe
+    C_PROBE=$COST_OUT
+    # RSS before/after RSS_N probes, on a fresh server
+    tb_server cs_rss "$(tb_port 41)" -- --connect-freq-initial 1000000 1 --verb 1
+    say "(c) server VmRSS around $RSS_N probes"
+    line=$(python3 "$PKTGEN" --target "127.0.0.1:$(tb_port 41)" --kind probe \
+           --count "$RSS_N" --window 64 --pid "$(tb_pid cs_rss)" 2>&1)
+    echo "rss: $line" >>"$TB_DIR/pktgen.log"
+    RSS_BEFORE=$(kv rss_kb_before "$line") RSS_AFTER=$(kv rss_kb_after "$line")
+    RSS_REPLIES=$(kv valid "$line" 0)
+    tb_stop cs_rss
+else
+    say "(c) the patched server does not answer probes: probe rows n/a"
+    tb_stop cs_probe
+fi
+# reference: RSS around as many resets
+tb_server cs_rss_reset "$(tb_port 42)" -- --connect-freq-initial 1000000 1 --verb 1
+line=$(python3 "$PKTGEN" --target "127.0.0.1:$(tb_port 42)" --kind reset \
+       --count "$RSS_N" --window 64 --pid "$(tb_pid cs_rss_reset)" 2>&1)
+echo "rss reset: $line" >>"$TB_DIR/pktgen.log"
+RSSR_BEFORE=$(kv rss_kb_before "$line") RSSR_AFTER=$(kv rss_kb_after "$line")
+RSSR_REPLIES=$(kv valid "$line" 0)
+tb_stop cs_rss_reset
+
+# ---- (a) collect the slow runs
+say "(a) waiting for the dead-first clients (bounded ${SLOW_TIMEOUT}s from their start)"
+A_BASE=() A_NOPROBE=()
+declare -A A_SRV=()
+for c in "${SLOW_CLIENTS[@]}"; do
+    if ms=$(tb_wait_connected "$c" $SLOW_TIMEOUT 2>>"$TB_DIR/failures.log"); then
+        case $c in
+            a_base_*) A_BASE+=("$ms") ;;
+            *) A_NOPROBE+=("$ms") ;;
+        esac
+        A_SRV[$c]=$(tb_connected_server "$c")
+    fi
+    tb_stop "$c"
+done
+A_PROBE_SRV=""
+[ $have_probe = 1 ] && A_PROBE_SRV=$(tb_connected_server a_probe_1 2>/dev/null)
+
+# ---- table
+rtt_of_port()
+{
+    local p=${1##*:} i
+    for i in 0 1 2 3; do
+        [ "$p" = "$(tb_port $((i + 11)))" ] && { echo "${A_RTT[$i]} ms"; return; }
+    done
+    echo "?"
+}
+# row_ms "times..." -> "median (min..max, n runs)"
+fmt_ms()
+{
+    # shellcheck disable=SC2206
+    local v=($1)
+    [ ${#v[@]} -gt 0 ] || { echo "failed (see logs)"; return; }
+    local m lo hi
+    m=$(median "${v[@]}")
+    lo=$(printf '%s\n' "${v[@]}" | sort -n | head -n 1)
+    hi=$(printf '%s\n' "${v[@]}" | sort -n | tail -n 1)
+    if [ ${#v[@]} -eq 1 ]; then echo "$m"; else echo "$m ($lo..$hi, ${#v[@]} runs)"; fi
+}
+med_of() { local m; m=$(median $1); echo "${m:-}"; }
+ratio()
+{
+    [ -n "$1" ] && [ -n "$2" ] && [ "$2" -gt 0 ] || { echo "-"; return; }
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'
+}
+rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo "-"; }
+
+{
+    echo "# server-probe bench$([ $SMOKE = 1 ] && echo " (smoke run: one run per row, small N; not a timing)")"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), host: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "- patched: \`${TB_BIN#"$TB_TOP"/}\` ($(git -C "$TB_TOP/build/openvpn" log -1 --format='%h %s' 2>/dev/null || echo '?'));" \
+         "--server-probe: $([ $have_probe = 1 ] && echo yes || echo no), --server-probe-reply: $([ $have_reply = 1 ] && echo yes || echo no)"
+    echo "- baseline: \`${TB_BIN#"$TB_TOP"/}-baseline\` (unpatched 2.6.14)"
+    echo "- connect time: client process start to \"Initialization Sequence Completed\" (log timestamp); medians"
+    echo
+    echo "## (a) dead first: 4 remotes (blackhole, 150, 60, 20 ms RTT), default timeouts"
+    echo
+    echo "| client | time to connect, ms | ended on | vs baseline |"
+    echo "|---|---|---|---|"
+    bm=$(med_of "${A_BASE[*]}")
+    echo "| baseline 2.6.14 | $(fmt_ms "${A_BASE[*]}") | ${A_SRV[a_base_1]:+${A_SRV[a_base_1]} ($(rtt_of_port "${A_SRV[a_base_1]}"))} | 1.00x |"
+    if [ $have_probe = 1 ]; then
+        pm=$(med_of "$A_PATCHED")
+        echo "| patched, --server-probe | $(fmt_ms "$A_PATCHED") | ${A_PROBE_SRV:+$A_PROBE_SRV ($(rtt_of_port "$A_PROBE_SRV"))} | $(ratio "$bm" "$pm") faster |"
+    else
+        pm=$(med_of "${A_NOPROBE[*]}")
+        echo "| patched, without --server-probe (not in this binary) | $(fmt_ms "${A_NOPROBE[*]}") | ${A_SRV[a_patched_1]:+${A_SRV[a_patched_1]} ($(rtt_of_port "${A_SRV[a_patched_1]}"))} | $(ratio "$bm" "$pm") |"
+        echo "| patched, --server-probe | $NA | - | - |"
+    fi
+    echo
+    echo "## (b) one remote at 200 ms RTT"
+    echo
+    echo "| client | time to connect, ms | in RTTs | vs baseline |"
+    echo "|---|---|---|---|"
+    b0=$(med_of "${B_MS[base]}")
+    echo "| baseline 2.6.14, no probing | $(fmt_ms "${B_MS[base]}") | $(rtts "$b0") | 1.00x |"
+    b1=$(med_of "${B_MS[patched]}")
+    echo "| patched, no probing | $(fmt_ms "${B_MS[patched]}") | $(rtts "$b1") | $(ratio "$b0" "$b1") |"
+    if [ $have_probe = 1 ]; then
+        b2=$(med_of "${B_MS[probe]}")
+        echo "| patched, --server-probe | $(fmt_ms "${B_MS[probe]}") | $(rtts "$b2") | $(ratio "$b0" "$b2") |"
+        b3=$(med_of "${B_MS[rebind]}")
+        echo "| patched, --server-probe, rebind between probe and connect | $(fmt_ms "${B_MS[rebind]}") | $(rtts "$b3") | $(ratio "$b0" "$b3") |"
+    else
+        echo "| patched, --server-probe | $NA | - | - |"
+        echo "| patched, --server-probe, rebind between probe and connect | $NA | - | - |"
+    fi
+    echo
+    echo "## (c) server cost of a stateless reply (unwrapped packets, ${CPU_RUNS}x$N per row)"
+    echo
+    echo "| request -> reply | server | CPU us/reply (/proc/PID/stat) | CPU us/reply (schedstat) | answered |"
+    echo "|---|---|---|---|---|"
+    read -r s1 s2 v n <<<"$C_RESET_BASE"
+    echo "| HARD_RESET_CLIENT_V2 -> HMAC-cookie reset | baseline | $s1 | $s2 | $v/$n |"
+    read -r s1 s2 v n <<<"$C_RESET_PATCHED"
+    echo "| HARD_RESET_CLIENT_V2 -> HMAC-cookie reset | patched | $s1 | $s2 | $v/$n |"
+    if [ $PROBE_ANSWERS = 1 ]; then
+        read -r s1 s2 v n <<<"$C_PROBE"
+        echo "| SERVER_PROBE -> PROBE_REPLY | patched | $s1 | $s2 | $v/$n |"
+    else
+        echo "| SERVER_PROBE -> PROBE_REPLY | patched | n/a (no reply: feature not present) | n/a | 0 |"
+    fi
+    echo
+    echo "| server VmRSS, kB | before | after | answered |"
+    echo "|---|---|---|---|"
+    if [ $PROBE_ANSWERS = 1 ]; then
+        echo "| $RSS_N probes (patched) | $RSS_BEFORE | $RSS_AFTER | $RSS_REPLIES/$RSS_N |"
+    else
+        echo "| $RSS_N probes (patched) | n/a (no reply: feature not present) | n/a | 0 |"
+    fi
+    echo "| $RSS_N resets (patched, reference) | $RSSR_BEFORE | $RSSR_AFTER | $RSSR_REPLIES/$RSS_N |"
+    echo
+    echo "Slow (a) runs went on in parallel with the other rows (they wait for a 60 s timer)."
+    echo "Logs: \`${TB_DIR#"$TB_TOP"/}/\`."
+} >"$OUT"
+
+echo
+cat "$OUT"
+echo
+echo "written to ${OUT#"$TB_TOP"/}"
+if [ -s "$TB_DIR/failures.log" ]; then
+    echo "some runs failed; see ${TB_DIR#"$TB_TOP"/}/failures.log"
+fi
+exit 0
