@@ -139,12 +139,12 @@ client_status()
             port=${last##*:}
             i=${NAME_OF_PORT[$port]:-}
             if [ -n "$i" ] && [ "${DELAYS[$i]}" = dead ]; then
-                echo "waiting for 127.0.0.1:$port (dead) to answer: $(tb_count_op "r$i" up 7) resets sent, no reply"
+                echo "waiting for 127.0.0.1:$port (dead) to answer: $(( $(tb_count_op "r$i" up 7) - ${RESETS_AT_START[$i]:-0} )) resets sent, no reply"
             else
                 echo "trying $(describe "127.0.0.1:$port")"
             fi ;;
         *"Initial packet from"*)
-            line=${last##*from [AF_INET]}
+            line=${last##*"from [AF_INET]"}
             echo "TLS handshake with $(describe "${line%%,*}")" ;;
         *"negotiation failed"*)
             echo "gave up on that remote (TLS handshake window expired), next remote" ;;
@@ -156,11 +156,16 @@ client_status()
     esac
 }
 
+declare -A RESETS_AT_START=()
 # run_client NAME LABEL [tb_client args]: start a client, show progress,
 # wait until it connects (bounded); prints nothing on stdout but progress
 run_client()
 {
-    local name=$1 label=$2; shift 2
+    local name=$1 label=$2 i; shift 2
+    # the relay logs are shared by both clients: count from here on
+    for i in 0 1 2 3; do
+        RESETS_AT_START[$i]=$(tb_count_op "r$i" up 7)
+    done
     tb_client "$name" "$@"
     local t0 el last_print=-10 st last_key="" key
     t0=$(date +%s)
@@ -259,7 +264,7 @@ for i in 0 1 2 3; do
 done
 if [ $have_probe = 1 ] && [ $nprobe = 0 ]; then
     echo "  (the patched client logged no line demo_parse_probe_lines understands;"
-    echo "   see build/testbed/demo/cprobe.log and adapt the parser in testbed/demo.sh)"
+    echo "   see ${TB_DIR#"$TB_TOP"/}/cprobe.log and adapt the parser in testbed/demo.sh)"
 fi
 
 echo
@@ -280,7 +285,7 @@ else
 fi
 if [ $base_ok = 1 ] && [ $probe_ok = 1 ] && [ "${pms:-0}" -gt 0 ]; then
     echo
-    awk -v b="$bms" -v p="$pms" 'BEGIN { printf "  ratio: the probing client connected %.1fx faster (%d ms vs %d ms)\n", b / p, p, b }'
+    awk -v b="$bms" -v p="$pms" 'BEGIN { printf "  ratio (baseline time / probing client time): %.1fx  (%d ms / %d ms)\n", b / p, b, p }'
 else
     echo
     echo "  ratio: n/a (needs both clients connected)"
