@@ -4,7 +4,7 @@
 TOP := $(CURDIR)
 WT  := build/openvpn
 
-.PHONY: all deps fetch tree retree export series-check build baseline \
+.PHONY: all deps fetch tree retree export series-check check-commits build baseline \
         check test-only style relay demo bench clean distclean help
 
 all: build
@@ -18,6 +18,7 @@ help:
 	@echo "make export        write build/openvpn's commits back to patches/"
 	@echo "make series-check  git am patches/ onto a fresh base; compare with build/openvpn"
 	@echo "make style         uncrustify check of the series' code"
+	@echo "make check-commits build and unit-test every commit of the series on its own (slow)"
 	@echo "make bench         connect-time and server-cost benchmark"
 	@echo "make retree        throw build/openvpn away and recreate it (refuses unexported work)"
 
@@ -41,6 +42,9 @@ export:
 
 series-check: tree
 	@scripts/series-check.sh
+
+check-commits: deps tree
+	@scripts/check-commits.sh
 
 build: tree
 	@scripts/build.sh patched

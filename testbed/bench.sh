@@ -112,35 +112,49 @@ say "(a) started ${#SLOW_CLIENTS[@]} client(s) that wait out the dead remote (~6
 # connect_runs PREFIX RUNS TIMEOUT [tb_client args]: sequential runs; sets
 # RUNS_OUT to the connect times (ms) of the successful runs, space separated
 # (no $(...): the library's processes must belong to the main shell)
+# A failed run ends the series (the next ones would most likely fail the
+# same way, each after the full timeout). With RELAY set, RESETS_OUT is the
+# number of P_CONTROL_HARD_RESET_CLIENT_V2 the clients sent through it, per
+# successful run (0 = every run took the one-RTT shortcut).
 connect_runs()
 {
     local prefix=$1 runs=$2 limit=$3; shift 3
-    local r ms out=()
+    local r ms out=() r0=0
+    [ -n "${RELAY:-}" ] && r0=$(tb_count_op "$RELAY" up 7)
     for ((r = 1; r <= runs; r++)); do
         tb_client "${prefix}_$r" "$@"
         if ms=$(tb_wait_connected "${prefix}_$r" "$limit" 2>>"$TB_DIR/failures.log"); then
             out+=("$ms")
+            tb_stop "${prefix}_$r"
+        else
+            tb_stop "${prefix}_$r"
+            echo "# ${prefix}: run $r failed, no further runs" >>"$TB_DIR/failures.log"
+            break
         fi
-        tb_stop "${prefix}_$r"
     done
     RUNS_OUT="${out[*]}"
+    RESETS_OUT="-"
+    if [ -n "${RELAY:-}" ] && [ ${#out[@]} -gt 0 ]; then
+        RESETS_OUT=$(awk -v d="$(( $(tb_count_op "$RELAY" up 7) - r0 ))" -v n=${#out[@]} \
+            'BEGIN { printf "%.3g", d / n }')
+    fi
 }
 
 # ---- (b) one remote at 200 ms RTT
-declare -A B_MS=()
+declare -A B_MS=() B_RESETS=()
 say "(b) 200 ms RTT: baseline, no probing ($RUNS runs)"
-connect_runs b_base "$RUNS" $FAST_TIMEOUT --bin "$TB_BASELINE" -- --remote 127.0.0.1 "$B_RP" udp4
-B_MS[base]=$RUNS_OUT
+RELAY=br connect_runs b_base "$RUNS" $FAST_TIMEOUT --bin "$TB_BASELINE" -- --remote 127.0.0.1 "$B_RP" udp4
+B_MS[base]=$RUNS_OUT B_RESETS[base]=$RESETS_OUT
 say "(b) 200 ms RTT: patched, no probing ($RUNS runs)"
-connect_runs b_patched "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4
-B_MS[patched]=$RUNS_OUT
+RELAY=br connect_runs b_patched "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4
+B_MS[patched]=$RUNS_OUT B_RESETS[patched]=$RESETS_OUT
 if [ $have_probe = 1 ]; then
     say "(b) 200 ms RTT: patched, --server-probe ($RUNS runs)"
-    connect_runs b_probe "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe
-    B_MS[probe]=$RUNS_OUT
+    RELAY=br connect_runs b_probe "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe
+    B_MS[probe]=$RUNS_OUT B_RESETS[probe]=$RESETS_OUT
     say "(b) 200 ms RTT: patched, --server-probe, rebind between probe and connect ($RUNS runs)"
-    connect_runs b_rebind "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RBP" udp4 --server-probe
-    B_MS[rebind]=$RUNS_OUT
+    RELAY=brb connect_runs b_rebind "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RBP" udp4 --server-probe
+    B_MS[rebind]=$RUNS_OUT B_RESETS[rebind]=$RESETS_OUT
 fi
 
 # ---- (a) fast runs: patched with --server-probe
@@ -307,21 +321,25 @@ rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo
     echo
     echo "## (b) one remote at 200 ms RTT"
     echo
-    echo "| client | time to connect, ms | in RTTs | vs baseline |"
-    echo "|---|---|---|---|"
+    echo "| client | time to connect, ms | in RTTs | vs baseline | resets sent per run |"
+    echo "|---|---|---|---|---|"
     b0=$(med_of "${B_MS[base]}")
-    echo "| baseline 2.6.14, no probing | $(fmt_ms "${B_MS[base]}") | $(rtts "$b0") | 1.00x |"
+    echo "| baseline 2.6.14, no probing | $(fmt_ms "${B_MS[base]}") | $(rtts "$b0") | 1.00x | ${B_RESETS[base]} |"
     b1=$(med_of "${B_MS[patched]}")
-    echo "| patched, no probing | $(fmt_ms "${B_MS[patched]}") | $(rtts "$b1") | $(ratio "$b0" "$b1") |"
+    echo "| patched, no probing | $(fmt_ms "${B_MS[patched]}") | $(rtts "$b1") | $(ratio "$b0" "$b1") | ${B_RESETS[patched]} |"
     if [ $have_probe = 1 ]; then
         b2=$(med_of "${B_MS[probe]}")
-        echo "| patched, --server-probe | $(fmt_ms "${B_MS[probe]}") | $(rtts "$b2") | $(ratio "$b0" "$b2") |"
+        echo "| patched, --server-probe | $(fmt_ms "${B_MS[probe]}") | $(rtts "$b2") | $(ratio "$b0" "$b2") | ${B_RESETS[probe]} |"
         b3=$(med_of "${B_MS[rebind]}")
-        echo "| patched, --server-probe, rebind between probe and connect | $(fmt_ms "${B_MS[rebind]}") | $(rtts "$b3") | $(ratio "$b0" "$b3") |"
+        echo "| patched, --server-probe, rebind between probe and connect | $(fmt_ms "${B_MS[rebind]}") | $(rtts "$b3") | $(ratio "$b0" "$b3") | ${B_RESETS[rebind]} |"
     else
-        echo "| patched, --server-probe | $NA | - | - |"
-        echo "| patched, --server-probe, rebind between probe and connect | $NA | - | - |"
+        echo "| patched, --server-probe | $NA | - | - | - |"
+        echo "| patched, --server-probe, rebind between probe and connect | $NA | - | - | - |"
     fi
+    echo
+    echo "A run that sends no reset (P_CONTROL_HARD_RESET_CLIENT_V2) took the one-RTT shortcut;"
+    echo "in the rebind row the relay gives the client a new source port after its first"
+    echo "datagram (the probe), so the cookie no longer matches and the client must fall back."
     echo
     echo "## (c) server cost of a stateless reply (unwrapped packets, ${CPU_RUNS}x$N per row)"
     echo
