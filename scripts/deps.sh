@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(autoconf automake libtool pkg-config make gcc
       libssl-dev liblzo2-dev liblz4-dev libcmocka-dev libcap-ng-dev
       libnl-genl-3-dev libpam0g-dev python3-docutils python3 dpkg-dev
-      git rsync uncrustify iproute2 procps psmisc ca-certificates)
+      git rsync uncrustify iproute2 procps psmisc ca-certificates
+      clang openssl)
 
 missing=()
 for p in "${pkgs[@]}"; do

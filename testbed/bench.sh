@@ -287,6 +287,7 @@ fmt_ms()
     hi=$(printf '%s\n' "${v[@]}" | sort -n | tail -n 1)
     if [ ${#v[@]} -eq 1 ]; then echo "$m"; else echo "$m ($lo..$hi, ${#v[@]} runs)"; fi
 }
+# shellcheck disable=SC2086
 med_of() { local m; m=$(median $1); echo "${m:-}"; }
 ratio()
 {

@@ -69,7 +69,6 @@ demo_norm_addr()
 # the four servers: label, relay one-way delay (ms; "dead" = blackhole),
 # the --server-probe-reply values [max-latency-diff weight prio] they
 # advertise (used only when the patched binary has that option)
-LABELS=(dead 150ms 60ms 20ms)
 DELAYS=(dead 75 30 10)
 RTTS=("dead" "150 ms" "60 ms" "20 ms")
 REPLY=("0 50 10" "0 50 200" "0 30 100" "0 70 100")
@@ -152,7 +151,11 @@ client_status()
             echo "authenticated, waiting for the pushed options" ;;
         *server-probe*)
             echo "probing the remotes" ;;
-        *) echo "starting" ;;
+        *) if grep -q -- "--server-probe" "$TB_DIR/$1.info" 2>/dev/null; then
+               echo "probing all remotes (up to the probe deadline for silent ones)"
+           else
+               echo "starting"
+           fi ;;
     esac
 }
 

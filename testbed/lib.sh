@@ -144,11 +144,23 @@ tb_has_opt()
     "$1" --help 2>/dev/null | grep -qE -- "--$2([^a-zA-Z0-9-]|\$)"
 }
 
-# tb_init NAME: fresh work dir build/testbed/NAME, cleanup trap
+# tb_init NAME: fresh work dir build/testbed/NAME, cleanup trap. Two runs
+# of the same NAME at once would wipe each other's work dir: the second one
+# waits (up to TB_LOCK_TIMEOUT s, default 900) for the first to finish.
+TB_LOCK_FD=""
 tb_init()
 {
     TB_NAME=$1
     TB_DIR="$TB_ROOT/$TB_NAME"
+    mkdir -p "$TB_ROOT" || { echo "tb_init: cannot create $TB_ROOT" >&2; exit 1; }
+    if command -v flock >/dev/null 2>&1; then
+        exec {TB_LOCK_FD}>"$TB_ROOT/.$TB_NAME.lock"
+        if ! flock -n "$TB_LOCK_FD"; then
+            echo "# another run of '$TB_NAME' holds $TB_ROOT/.$TB_NAME.lock: waiting for it" >&2
+            flock -w "${TB_LOCK_TIMEOUT:-900}" "$TB_LOCK_FD" ||
+                { echo "tb_init: '$TB_NAME' still locked after ${TB_LOCK_TIMEOUT:-900}s" >&2; exit 1; }
+        fi
+    fi
     rm -rf "$TB_DIR"
     mkdir -p "$TB_DIR" || { echo "tb_init: cannot create $TB_DIR" >&2; exit 1; }
     TB_PID=()
@@ -307,7 +319,12 @@ tb__spawn()
     if [ -n "${TB_PID[$name]:-}" ]; then
         tb_die "tb: a process named '$name' is already running"
     fi
-    "${TB_PREFIX[@]}" "$@" >"$TB_DIR/$name.stderr" 2>&1 </dev/null &
+    if [ -n "$TB_LOCK_FD" ]; then
+        # the children must not hold the work dir lock
+        "${TB_PREFIX[@]}" "$@" >"$TB_DIR/$name.stderr" 2>&1 </dev/null {TB_LOCK_FD}>&- &
+    else
+        "${TB_PREFIX[@]}" "$@" >"$TB_DIR/$name.stderr" 2>&1 </dev/null &
+    fi
     TB_PID[$name]=$!
     echo "$!" >"$TB_DIR/$name.pid"
 }
@@ -577,6 +594,7 @@ tb_proc_cpu_ticks()
     stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
     stat=${stat##*) }
     # fields after "(comm) ": state=1 ... utime=12 stime=13
+    # shellcheck disable=SC2086
     set -- $stat
     echo $(( ${12} + ${13} ))
 }

@@ -110,6 +110,7 @@ step upstream/t_lpback  600 upstream_script t_lpback.sh
 step upstream/t_cltsrv  600 upstream_script t_cltsrv.sh
 step upstream/t_net     300 t_net
 step relay              180 make -s -C "$top/testbed/relay" check
+step fuzz/oob-codec      300 env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
 for t in "$top"/tests/e2e/t_*.sh; do
     [ -e "$t" ] || continue
     n=$(basename "$t" .sh)

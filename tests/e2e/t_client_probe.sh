@@ -1,0 +1,301 @@
+#!/bin/bash
+# shellcheck disable=SC2317  # helpers run through check()
+# Client side of the oob-server-probe series ("Client: --server-probe
+# ranking", SPEC sections 3 and 5), end to end on loopback:
+#   (a) four remotes, dead one first, then 20/60/150 ms RTT relays; the
+#       60 ms server advertises priority 10, the others 20: the client
+#       ranks 60, 20, 150, dead, connects to the 60 ms one in < 5 s, and
+#       logs plausible RTTs;
+#   (b) margin/weight: three remotes of one priority at 20/24/60 ms RTT,
+#       --server-probe 10, six runs: the 60 ms one is never first;
+#   (c) a baseline (unpatched) server ranks as "no reply"; the client
+#       still connects to it after the probe phase;
+#   (d) every wrap mode: "2 of 2 addresses answered" and a connection;
+#   (e) IPv4 and IPv6 remotes are both probed and answered; the faster
+#       IPv6 one wins and carries the connection;
+#   (f) a TCP remote between a dead and an alive UDP remote is not probed;
+#       the alive UDP remote becomes the first;
+#   (g) option errors (--server-probe 70000, abc; --server-probe with
+#       --mode server; --server-probe-reply on a client);
+#   (h) SIGINT while probing a dead remote ends the client within 2 s.
+# Prints the probe-phase durations ("answered in N ms") with and without a
+# dead remote. Exit 0 pass, 1 fail, 77 skip. Takes about 10 s.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # read by lib.sh (tb_port)
+TB_PORT_BASE=${TB_PORT_BASE_CLIENT_PROBE:-24000}
+# shellcheck source=../../testbed/lib.sh
+. "$here/../../testbed/lib.sh"
+
+tb_need_root
+tb_need_bin "$TB_BIN" "$TB_BASELINE"
+tb_need_relay
+tb_has_opt "$TB_BIN" server-probe || tb_skip "the patched binary has no --server-probe yet"
+tb_isolate "$@"
+tb_init client-probe
+tb_pki
+
+n=0
+fails=0
+ok()     { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
+check()  { local msg=$1; shift; if "$@"; then ok "$msg"; else not_ok "$msg"; fi; }
+
+# rank CLIENT ADDR: the client's ranking line for ADDR ("[AF_INET]127.0.0.1:P")
+rank() { grep -F "server-probe: $2 " "$TB_DIR/$1.log" 2>/dev/null | tail -n 1; }
+# rtt_of LINE / place_of LINE: fields of a ranking line ("" when absent)
+rtt_of()   { sed -n 's/.* rtt=\([0-9.]*\)ms.*/\1/p' <<<"$1"; }
+place_of() { sed -n 's/.* place=\([0-9]*\).*/\1/p' <<<"$1"; }
+# summary CLIENT: "N of M addresses answered in T ms; first remote now X"
+summary() { grep -F "addresses answered in" "$TB_DIR/$1.log" 2>/dev/null | tail -n 1 | sed 's/.*server-probe: //'; }
+phase_ms() { sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p' <<<"$1"; }
+# like STRING GLOB [STRING GLOB]...: every STRING matches its GLOB
+like()
+{
+    while [ $# -ge 2 ]; do
+        # shellcheck disable=SC2053
+        [[ $1 == $2 ]] || return 1
+        shift 2
+    done
+}
+# opt_error RC OUTPUT TEXT: openvpn refused its options: failed (not by
+# timeout) and said TEXT
+opt_error() { [ "$1" -ne 0 ] && [ "$1" -ne 124 ] && grep -q -- "$3" <<<"$2"; }
+# in_range X LO HI: LO <= X <= HI (decimals allowed)
+in_range() { [ -n "$1" ] && awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x >= lo && x <= hi) }'; }
+rank_lines() { grep -F "server-probe:" "$TB_DIR/$1.log" | sed 's/.*server-probe: /#   /'; }
+
+T0=$(date +%s)
+PHASE_DEAD=() PHASE_ALIVE=()
+
+# ------------------------------------------------------------------ (a)
+tb_log "(a) dead first, then 20 / 60 / 150 ms RTT; the 60 ms one has the best priority"
+S1=$(tb_port 1) S2=$(tb_port 2) S3=$(tb_port 3)
+RD=$(tb_port 100) R20=$(tb_port 101) R60=$(tb_port 102) R150=$(tb_port 103)
+tb_server s1 "$S1" -- --server-probe-reply 0 50 20
+tb_server s2 "$S2" -- --server-probe-reply 0 50 10
+tb_server s3 "$S3" -- --server-probe-reply 0 50 20
+tb_relay rdead "127.0.0.1:$RD" "127.0.0.1:$S1" --blackhole
+tb_relay r20 "127.0.0.1:$R20" "127.0.0.1:$S1" --delay 10
+tb_relay r60 "127.0.0.1:$R60" "127.0.0.1:$S2" --delay 30
+tb_relay r150 "127.0.0.1:$R150" "127.0.0.1:$S3" --delay 75
+tb_client ca -- --remote 127.0.0.1 "$RD" udp4 --remote 127.0.0.1 "$R20" udp4 \
+    --remote 127.0.0.1 "$R60" udp4 --remote 127.0.0.1 "$R150" udp4 --server-probe
+if ms=$(tb_wait_connected ca 30); then
+    l20=$(rank ca "[AF_INET]127.0.0.1:$R20") l60=$(rank ca "[AF_INET]127.0.0.1:$R60")
+    l150=$(rank ca "[AF_INET]127.0.0.1:$R150") ldead=$(rank ca "[AF_INET]127.0.0.1:$RD")
+    sum=$(summary ca)
+    rank_lines ca
+    check "connects to the priority-10 remote 127.0.0.1:$R60 (got $(tb_connected_server ca))" \
+        test "$(tb_connected_server ca)" = "127.0.0.1:$R60"
+    check "ranking: 60 ms place 1, 20 ms place 2, 150 ms place 3, dead place 4 (got $(place_of "$l60") $(place_of "$l20") $(place_of "$l150") $(place_of "$ldead"))" \
+        test "$(place_of "$l60")/$(place_of "$l20")/$(place_of "$l150")/$(place_of "$ldead")" = 1/2/3/4
+    # the relay delay is a hard floor; the ceilings leave room for a busy
+    # 2-core machine (a fully loaded one adds up to ~30 ms) and still keep
+    # the three apart
+    check "rtt of the 20 ms remote in [18, 50] ms ($(rtt_of "$l20"))" in_range "$(rtt_of "$l20")" 18 50
+    check "rtt of the 60 ms remote in [58, 110] ms ($(rtt_of "$l60"))" in_range "$(rtt_of "$l60")" 58 110
+    check "rtt of the 150 ms remote in [145, 220] ms ($(rtt_of "$l150"))" in_range "$(rtt_of "$l150")" 145 220
+    check "priorities/weights as advertised (prio=10 weight=50 / prio=20 weight=50)" \
+        like "$l60" "* prio=10 weight=50 *" "$l20" "* prio=20 weight=50 *" "$l150" "* prio=20 weight=50 *"
+    check "the dead remote: 'no reply' at the last place" like "$ldead" "* no reply place=4"
+    check "summary: 3 of 4 answered, first remote now 127.0.0.1:$R60 ($sum)" \
+        like "$sum" "3 of 4 addresses answered in *; first remote now 127.0.0.1:$R60"
+    PHASE_DEAD+=("$(phase_ms "$sum")")
+    # the dead remote saw the probe resent while unanswered
+    check "the dead remote got the probe resent ($(tb_count_op rdead up 12) probes swallowed)" \
+        test "$(tb_count_op rdead up 12)" -ge 2
+    check "connect time with a dead first remote: ${ms} ms < 5000 ms" test "$ms" -lt 5000
+    echo "# connect time (a): ${ms} ms (start of the client -> Initialization Sequence Completed)"
+    CONNECT_A=$ms
+else
+    not_ok "(a) the client connects through the ranked remotes"
+    tb_tail ca
+fi
+tb_stop ca
+
+# ------------------------------------------------------------------ (b)
+tb_log "(b) one priority, 20 / 24 / 60 ms RTT, --server-probe 10: the 60 ms one is never first"
+SB=$(tb_port 10) RB20=$(tb_port 110) RB24=$(tb_port 111) RB60=$(tb_port 112)
+tb_server sb "$SB"
+tb_relay rb20 "127.0.0.1:$RB20" "127.0.0.1:$SB" --delay 10
+tb_relay rb24 "127.0.0.1:$RB24" "127.0.0.1:$SB" --delay 12
+tb_relay rb60 "127.0.0.1:$RB60" "127.0.0.1:$SB" --delay 30
+firsts=() bad=""
+for run in 1 2 3 4 5 6; do
+    tb_client cb -- --remote 127.0.0.1 "$RB60" udp4 --remote 127.0.0.1 "$RB20" udp4 \
+        --remote 127.0.0.1 "$RB24" udp4 --server-probe 10
+    if tb_wait_connected cb 20 >/dev/null; then
+        srv=$(tb_connected_server cb)
+        sum=$(summary cb)
+        first=${sum##*first remote now }
+        l60=$(rank cb "[AF_INET]127.0.0.1:$RB60")
+        PHASE_ALIVE+=("$(phase_ms "$sum")")
+        firsts+=("${first##*:}")
+        if [ "$first" = "127.0.0.1:$RB60" ] || [ "$srv" != "$first" ] ||
+           [ "$(place_of "$l60")" != 3 ] || [[ $sum != "3 of 3 addresses answered"* ]]; then
+            bad="$bad run $run: first $first, connected $srv, 60 ms place $(place_of "$l60"), $sum;"
+            rank_lines cb
+        fi
+    else
+        bad="$bad run $run: no connection;"
+    fi
+    tb_stop cb
+done
+check "6 runs: first place always the 20 or 24 ms remote, 60 ms one last, connected to the first (firsts: ${firsts[*]})${bad:+ -$bad}" \
+    test -z "$bad"
+c20=0 c24=0
+for f in "${firsts[@]}"; do
+    [ "$f" = "$RB20" ] && c20=$((c20 + 1))
+    [ "$f" = "$RB24" ] && c24=$((c24 + 1))
+done
+echo "# weighted choice within the 10 ms band: 20 ms first $c20 times, 24 ms first $c24 times"
+
+# ------------------------------------------------------------------ (c)
+tb_log "(c) the only remote runs the baseline server"
+SBASE=$(tb_port 20)
+tb_server sbase "$SBASE" --bin "$TB_BASELINE"
+tb_client cc -- --remote 127.0.0.1 "$SBASE" udp4 --server-probe
+if ms=$(tb_wait_connected cc 30); then
+    l=$(rank cc "[AF_INET]127.0.0.1:$SBASE")
+    sum=$(summary cc)
+    PHASE_DEAD+=("$(phase_ms "$sum")")
+    check "baseline server: ranked 'no reply place=1' ($l)" like "$l" "* no reply place=1"
+    check "baseline server: connected in ${ms} ms to $(tb_connected_server cc) after '$sum'" \
+        test "$(tb_connected_server cc)" = "127.0.0.1:$SBASE"
+else
+    not_ok "baseline server: the probing client still connects"
+    tb_tail cc sbase
+fi
+tb_stop cc
+
+# ------------------------------------------------------------------ (d)
+tb_log "(d) every wrap mode"
+i=0
+for wrap in none tls-auth tls-crypt tls-crypt-v2; do
+    i=$((i + 1))
+    sport=$(tb_port $((30 + i))) rport=$(tb_port $((130 + i)))
+    tb_server "sd$i" "$sport" --wrap "$wrap"
+    # 30 ms RTT: outside the default 10 ms band of the direct remote
+    tb_relay "rd$i" "127.0.0.1:$rport" "127.0.0.1:$sport" --delay 15
+    tb_client "cd$i" --wrap "$wrap" -- --remote 127.0.0.1 "$rport" udp4 \
+        --remote 127.0.0.1 "$sport" udp4 --server-probe
+    if ms=$(tb_wait_connected "cd$i" 30); then
+        sum=$(summary "cd$i")
+        PHASE_ALIVE+=("$(phase_ms "$sum")")
+        check "$wrap: '$sum', connected in ${ms} ms to $(tb_connected_server "cd$i")" \
+            like "$sum" "2 of 2 addresses answered in *; first remote now 127.0.0.1:$sport" \
+                 "$(tb_connected_server "cd$i")" "127.0.0.1:$sport"
+    else
+        not_ok "$wrap: the probing client connects"
+        tb_tail "cd$i" "sd$i"
+    fi
+    tb_stop "cd$i"
+done
+
+# ------------------------------------------------------------------ (e)
+tb_log "(e) IPv4 and IPv6"
+S4=$(tb_port 40) S6=$(tb_port 41) R4=$(tb_port 140)
+tb_server se4 "$S4"
+tb_server se6 "$S6" --proto udp6
+tb_relay re4 "127.0.0.1:$R4" "127.0.0.1:$S4" --delay 20
+tb_client ce -- --remote 127.0.0.1 "$R4" udp --remote ::1 "$S6" udp --server-probe
+if ms=$(tb_wait_connected ce 30); then
+    l4=$(rank ce "[AF_INET]127.0.0.1:$R4") l6=$(rank ce "[AF_INET6]::1:$S6")
+    sum=$(summary ce)
+    rank_lines ce
+    PHASE_ALIVE+=("$(phase_ms "$sum")")
+    check "IPv4 remote answered ($l4)" like "$l4" "* rtt=* place=2"
+    check "IPv6 remote answered and ranked first ($l6)" like "$l6" "* rtt=* place=1"
+    check "connected over IPv6 to [::1]:$S6 (got $(tb_connected_server ce)); '$sum'" \
+        test "$(tb_connected_server ce)" = "[::1]:$S6"
+else
+    not_ok "IPv4 + IPv6: the probing client connects"
+    tb_tail ce se6
+fi
+tb_stop ce
+
+# ------------------------------------------------------------------ (f)
+tb_log "(f) a TCP remote between a dead and an alive UDP remote"
+RFD=$(tb_port 150) TCPP=$(tb_port 51)
+tb_relay rfd "127.0.0.1:$RFD" "127.0.0.1:$SB" --blackhole
+tb_client cf -- --remote 127.0.0.1 "$RFD" udp4 --remote 127.0.0.1 "$TCPP" tcp-client \
+    --remote 127.0.0.1 "$SB" udp4 --server-probe
+if ms=$(tb_wait_connected cf 30); then
+    sum=$(summary cf)
+    rank_lines cf
+    PHASE_DEAD+=("$(phase_ms "$sum")")
+    check "summary: '$sum' (alive UDP remote first)" \
+        like "$sum" "1 of 2 addresses answered in *; first remote now 127.0.0.1:$SB"
+    ntcp=$(grep "server-probe:" "$TB_DIR/cf.log" | grep -c -- ":$TCPP ")
+    check "the TCP remote (port $TCPP) is not probed ($ntcp lines name it)" test "$ntcp" -eq 0
+    check "connected to the alive UDP remote in ${ms} ms (got $(tb_connected_server cf))" \
+        test "$(tb_connected_server cf)" = "127.0.0.1:$SB"
+else
+    not_ok "TCP remote: the probing client connects to the alive UDP remote"
+    tb_tail cf
+fi
+tb_stop cf
+
+# ------------------------------------------------------------------ (g)
+tb_log "(g) option errors"
+out=$(timeout 10 "$TB_BIN" --client --dev null --remote 127.0.0.1 "$SB" udp4 --server-probe 70000 2>&1)
+rc=$?
+check "--server-probe 70000: exit $rc != 0, message names 65535 ($(grep -m1 -i "server-probe" <<<"$out"))" \
+    opt_error "$rc" "$out" 65535
+out=$(timeout 10 "$TB_BIN" --client --dev null --remote 127.0.0.1 "$SB" udp4 --server-probe abc 2>&1)
+rc=$?
+check "--server-probe abc: exit $rc != 0 ($(grep -m1 -i "server-probe" <<<"$out"))" \
+    opt_error "$rc" "$out" server-probe
+srv_args=(--mode server --tls-server --proto udp4 --port "$(tb_port 60)" --dev tun --dev-type tun
+    --topology subnet --ifconfig 10.232.1.1 255.255.255.0 --disable-dco
+    --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/server.crt" --key "$TB_PKI/server.key" --dh none)
+out=$(timeout 10 "$TB_BIN" "${srv_args[@]}" --server-probe 2>&1)
+rc=$?
+check "--server-probe with --mode server: exit $rc != 0 ($(grep -m1 -i "server-probe" <<<"$out"))" \
+    opt_error "$rc" "$out" --server-probe
+out=$(timeout 10 "$TB_BIN" --client --dev null --remote 127.0.0.1 "$SB" udp4 --server-probe-reply 2>&1)
+rc=$?
+check "--server-probe-reply on a client: exit $rc != 0 ($(grep -m1 -i "server-probe" <<<"$out"))" \
+    opt_error "$rc" "$out" server-probe-reply
+# the limit itself is accepted (and means: every responder is in the band)
+tb_client cg -- --remote 127.0.0.1 "$SB" udp4 --server-probe 65535
+if ms=$(tb_wait_connected cg 20); then
+    ok "--server-probe 65535 is accepted ($(summary cg))"
+else
+    not_ok "--server-probe 65535 is accepted"
+    tb_tail cg
+fi
+tb_stop cg
+
+# ------------------------------------------------------------------ (h)
+tb_log "(h) SIGINT during the probe phase"
+RHD=$(tb_port 170)
+tb_relay rhd "127.0.0.1:$RHD" "127.0.0.1:$SB" --blackhole
+tb_client ch -- --remote 127.0.0.1 "$RHD" udp4 --server-probe
+pid=$(tb_pid ch)
+sleep 0.3
+probes=$(tb_count_op rhd up 12)
+sumh=$(summary ch)
+kill -INT "$pid" 2>/dev/null
+tk=$(date +%s%N)
+gone=0
+for ((k = 0; k < 300; k++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then gone=1; break; fi
+    sleep 0.01
+done
+el=$(( ($(date +%s%N) - tk) / 1000000 ))
+check "SIGINT 300 ms after start ($probes probe(s) out, probe phase ${sumh:+over: $sumh}${sumh:-still running}): exited after ${el} ms (< 2000 ms)" \
+    test $gone = 1 -a "$el" -lt 2000 -a "$probes" -ge 1 -a -z "$sumh"
+if grep -q "SIGINT" "$TB_DIR/ch.log"; then
+    echo "#   client: $(grep -m1 SIGINT "$TB_DIR/ch.log" | cut -c1-150)"
+fi
+tb_stop ch
+
+echo "# probe phase (answered in N ms) with a dead/unanswering remote: ${PHASE_DEAD[*]:-none}"
+echo "# probe phase (answered in N ms) with every remote answering: ${PHASE_ALIVE[*]:-none}"
+echo "# connect time of (a): ${CONNECT_A:-n/a} ms"
+echo "1..$n"
+echo "# $n checks, $fails failed, $(( $(date +%s) - T0 )) s"
+[ $fails -eq 0 ] || exit 1
+exit 0
