@@ -152,6 +152,9 @@ if [ $have_probe = 1 ]; then
     say "(b) 200 ms RTT: patched, --server-probe ($RUNS runs)"
     RELAY=br connect_runs b_probe "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe
     B_MS[probe]=$RUNS_OUT B_RESETS[probe]=$RESETS_OUT
+    say "(b) 200 ms RTT: patched, --server-probe without the shortcut (client binds --lport) ($RUNS runs)"
+    RELAY=br connect_runs b_noshort "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" --bind -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe --lport "$(tb_port 17)"
+    B_MS[noshort]=$RUNS_OUT B_RESETS[noshort]=$RESETS_OUT
     say "(b) 200 ms RTT: patched, --server-probe, rebind between probe and connect ($RUNS runs)"
     RELAY=brb connect_runs b_rebind "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RBP" udp4 --server-probe
     B_MS[rebind]=$RUNS_OUT B_RESETS[rebind]=$RESETS_OUT
@@ -331,10 +334,13 @@ rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo
     if [ $have_probe = 1 ]; then
         b2=$(med_of "${B_MS[probe]}")
         echo "| patched, --server-probe | $(fmt_ms "${B_MS[probe]}") | $(rtts "$b2") | $(ratio "$b0" "$b2") | ${B_RESETS[probe]} |"
+        b4=$(med_of "${B_MS[noshort]}")
+        echo "| patched, --server-probe, no shortcut (client binds \`--lport\`) | $(fmt_ms "${B_MS[noshort]}") | $(rtts "$b4") | $(ratio "$b0" "$b4") | ${B_RESETS[noshort]} |"
         b3=$(med_of "${B_MS[rebind]}")
         echo "| patched, --server-probe, rebind between probe and connect | $(fmt_ms "${B_MS[rebind]}") | $(rtts "$b3") | $(ratio "$b0" "$b3") | ${B_RESETS[rebind]} |"
     else
         echo "| patched, --server-probe | $NA | - | - | - |"
+        echo "| patched, --server-probe, no shortcut (client binds \`--lport\`) | $NA | - | - | - |"
         echo "| patched, --server-probe, rebind between probe and connect | $NA | - | - | - |"
     fi
     echo

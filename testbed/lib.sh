@@ -417,11 +417,12 @@ tb_relay()
 tb_client()
 {
     local name=$1; shift
-    local bin=$TB_BIN wrap=none
+    local bin=$TB_BIN wrap=none nobind=--nobind
     while [ $# -gt 0 ]; do
         case $1 in
             --bin) bin=$2; shift 2 ;;
             --wrap) wrap=$2; shift 2 ;;
+            --bind) nobind=""; shift ;;   # no --nobind: pass --lport after --
             --) shift; break ;;
             *) tb_die "tb_client: unknown argument '$1'" ;;
         esac
@@ -433,7 +434,7 @@ tb_client()
     echo "$wrap $bin $*" >"$TB_DIR/$name.info"
     date +%s%N >"$TB_DIR/$name.t0"
     # shellcheck disable=SC2086
-    tb__spawn "$name" "$bin" --client --dev null --nobind \
+    tb__spawn "$name" "$bin" --client --dev null $nobind \
         --ifconfig-noexec --route-noexec --remote-cert-tls server \
         --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/client.crt" \
         --key "$TB_PKI/client.key" $wargs \
