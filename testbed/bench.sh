@@ -122,7 +122,9 @@ connect_runs()
     local r ms out=() r0=0
     [ -n "${RELAY:-}" ] && r0=$(tb_count_op "$RELAY" up 7)
     for ((r = 1; r <= runs; r++)); do
-        tb_client "${prefix}_$r" "$@"
+        # @LPORT@: a local port of its own per run (a reused source port
+        # would meet the server's instance of the previous run)
+        tb_client "${prefix}_$r" "${@//@LPORT@/$(tb_port $((20 + r)))}"
         if ms=$(tb_wait_connected "${prefix}_$r" "$limit" 2>>"$TB_DIR/failures.log"); then
             out+=("$ms")
             tb_stop "${prefix}_$r"
@@ -153,7 +155,7 @@ if [ $have_probe = 1 ]; then
     RELAY=br connect_runs b_probe "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe
     B_MS[probe]=$RUNS_OUT B_RESETS[probe]=$RESETS_OUT
     say "(b) 200 ms RTT: patched, --server-probe without the shortcut (client binds --lport) ($RUNS runs)"
-    RELAY=br connect_runs b_noshort "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" --bind -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe --lport "$(tb_port 17)"
+    RELAY=br connect_runs b_noshort "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" --bind -- --remote 127.0.0.1 "$B_RP" udp4 --server-probe --lport @LPORT@
     B_MS[noshort]=$RUNS_OUT B_RESETS[noshort]=$RESETS_OUT
     say "(b) 200 ms RTT: patched, --server-probe, rebind between probe and connect ($RUNS runs)"
     RELAY=brb connect_runs b_rebind "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RBP" udp4 --server-probe
