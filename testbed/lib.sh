@@ -58,6 +58,14 @@ TB_PKI=""
 tb_log()  { printf '# %s\n' "$*"; }
 tb_warn() { printf '# WARNING: %s\n' "$*" >&2; }
 
+# TAP-style results for the tests: ok/not_ok print one line each and
+# count into n and fails; check MSG CMD... is ok when CMD succeeds
+n=0
+fails=0
+ok()     { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
+check()  { local msg=$1; shift; if "$@"; then ok "$msg"; else not_ok "$msg"; fi; }
+
 # tb_die MSG: print FAIL and exit 1 (the trap cleans up)
 tb_die()
 {

@@ -35,11 +35,6 @@ tb_isolate "$@"
 tb_init client-probe
 tb_pki
 
-n=0
-fails=0
-ok()     { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
-check()  { local msg=$1; shift; if "$@"; then ok "$msg"; else not_ok "$msg"; fi; }
 
 # rank CLIENT ADDR: the client's ranking line for ADDR ("[AF_INET]127.0.0.1:P")
 rank() { grep -F "server-probe: $2 " "$TB_DIR/$1.log" 2>/dev/null | tail -n 1; }

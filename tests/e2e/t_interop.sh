@@ -28,8 +28,6 @@ DATA_TIMEOUT=10                                   # s, for opcode 9 both ways
 probe=0
 tb_has_opt "$TB_BIN" server-probe && probe=1
 
-n=0
-fails=0
 k=0
 
 # scenario LABEL SERVER_BIN CLIENT_BIN WRAP PROBING(0|1)

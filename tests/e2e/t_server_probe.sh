@@ -43,11 +43,6 @@ PT=(timeout 120 python3 "$here/probe_tool.py")
 AMP_FILE="$TB_ROOT/amplification.txt"
 MEM_FILE="$TB_ROOT/server-memory.txt"
 
-n=0
-fails=0
-ok()     { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
-check()  { local msg=$1; shift; if "$@"; then ok "$msg"; else not_ok "$msg"; fi; }
 
 # kv KEY LINE: the value of KEY=VALUE in a key=value line ("" when absent)
 kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }

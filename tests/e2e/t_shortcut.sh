@@ -39,10 +39,6 @@ tb_isolate "$@"
 tb_init shortcut
 tb_pki
 
-n=0
-fails=0
-ok()     { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
 
 # every wait below is capped by what is left of this budget, so the whole
 # file stays well under 4 minutes even when everything times out

@@ -23,11 +23,6 @@ tb_isolate "$@"
 tb_init testbed
 tb_pki
 
-fails=0
-n=0
-ok()     { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
-check()  { local msg=$1; shift; if "$@"; then ok "$msg"; else not_ok "$msg"; fi; }
 
 P_S1=$(tb_port 1) P_S6=$(tb_port 2)
 P_R0=$(tb_port 101) P_R50=$(tb_port 102) P_RBH=$(tb_port 103) P_R6=$(tb_port 104)
