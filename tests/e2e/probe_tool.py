@@ -44,7 +44,6 @@ Only loopback targets are accepted.
 """
 
 import argparse
-import ipaddress
 import os
 import select
 import socket
@@ -52,23 +51,15 @@ import struct
 import sys
 import time
 
-P_CONTROL_OOB_V1 = 12
-MSG_SERVER_PROBE = 0x0100
-MSG_PROBE_REPLY = 0x0101
-TLV_PROBE_PARAM = 0x0200
-TLV_PROBE_REPLY = 0x0201
+# the packet constants, the target parser and /proc readers are shared
+# with the benchmark's packet generator
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "testbed"))
+from pktgen import (MSG_PROBE_REPLY, MSG_SERVER_PROBE,  # noqa: E402
+                    P_CONTROL_OOB_V1, TLV_PROBE_PARAM, TLV_PROBE_REPLY,
+                    parse_target, proc_rss_kb as rss_kb)
+
 TLV_OPTIONAL = 0x8000
-
-
-def parse_target(s):
-    if s.startswith("["):
-        host, _, port = s[1:].partition("]:")
-    else:
-        host, _, port = s.rpartition(":")
-    ip = ipaddress.ip_address(host)
-    if not ip.is_loopback:
-        raise SystemExit("probe_tool: only loopback targets are allowed, not %s" % host)
-    return (socket.AF_INET6 if ip.version == 6 else socket.AF_INET), host, int(port)
 
 
 def build(sid, variant="valid", ts=None, pad=8):
@@ -162,14 +153,6 @@ def drain(sock, sids, counts, timeout):
             if rep is not None and rep["sid"] in sids:
                 counts["valid"] += 1
                 sids.discard(rep["sid"])
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def cmd_one(a):
