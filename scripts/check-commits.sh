@@ -1,5 +1,6 @@
 #!/bin/bash
-# Build every commit of the series on its own and run the unit tests, as
+# Build every commit of the series on its own (with --enable-werror) and
+# run the unit tests, as
 # upstream requires of each commit.  Slow (a full build per commit), so it
 # is not part of 'make check'; run it before exporting a rebased series:
 #   make check-commits
@@ -7,7 +8,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 wt="$top/build/openvpn"
 out="$top/build/check-commits"
-: "${CONFIGURE_FLAGS:=--enable-dco --enable-x509-alt-username --enable-unit-tests}"
+: "${CONFIGURE_FLAGS:=--enable-dco --enable-x509-alt-username --enable-unit-tests --enable-werror}"
 rm -rf "$out"
 mkdir -p "$out"
 pass=0 fail=0
