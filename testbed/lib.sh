@@ -143,6 +143,28 @@ tb_isolate()
     exec unshare --net -- bash "$0" "$@"
 }
 
+# tb_setup NAME [OPTION...] -- ARGS: the usual start of an end-to-end test:
+# root, both binaries and the relay (else skip), every OPTION known to the
+# patched openvpn (else skip), a private network namespace (ARGS: the
+# script's own arguments, for the re-exec), the work dir NAME and the PKI.
+# Call it from the script's top level.
+tb_setup()
+{
+    local name=$1
+    shift
+    tb_need_root
+    tb_need_bin "$TB_BIN" "$TB_BASELINE"
+    tb_need_relay
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+        tb_has_opt "$TB_BIN" "$1" || tb_skip "the patched openvpn has no --$1"
+        shift
+    done
+    [ "${1:-}" = "--" ] && shift
+    tb_isolate "$@"
+    tb_init "$name"
+    tb_pki
+}
+
 # tb_port N: TB_PORT_BASE + N
 tb_port() { echo $((TB_PORT_BASE + $1)); }
 

@@ -27,13 +27,7 @@ TB_PORT_BASE=${TB_PORT_BASE_CLIENT_PROBE:-24000}
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
-tb_need_root
-tb_need_bin "$TB_BIN" "$TB_BASELINE"
-tb_need_relay
-tb_has_opt "$TB_BIN" server-probe || tb_skip "the patched binary has no --server-probe yet"
-tb_isolate "$@"
-tb_init client-probe
-tb_pki
+tb_setup client-probe server-probe -- "$@"
 
 
 # rank CLIENT ADDR: the client's ranking line for ADDR ("[AF_INET]127.0.0.1:P")

@@ -15,12 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
-tb_need_root
-tb_need_bin "$TB_BIN" "$TB_BASELINE"
-tb_need_relay
-tb_isolate "$@"
-tb_init interop
-tb_pki
+tb_setup interop -- "$@"
 
 CONNECT_TIMEOUT=${INTEROP_CONNECT_TIMEOUT:-30}   # s, per scenario
 DATA_TIMEOUT=10                                   # s, for opcode 9 both ways

@@ -29,15 +29,8 @@ TB_PORT_BASE=${TB_PORT_BASE_SERVER_PROBE:-23000}
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
-tb_need_root
-tb_need_bin "$TB_BIN" "$TB_BASELINE"
-tb_need_relay
 command -v python3 >/dev/null 2>&1 || tb_skip "python3 is missing"
-tb_has_opt "$TB_BIN" server-probe-reply ||
-    tb_skip "the patched binary has no --server-probe-reply yet"
-tb_isolate "$@"
-tb_init server-probe
-tb_pki
+tb_setup server-probe server-probe-reply -- "$@"
 
 PT=(timeout 120 python3 "$here/probe_tool.py")
 AMP_FILE="$TB_ROOT/amplification.txt"

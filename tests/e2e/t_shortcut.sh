@@ -31,13 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
-tb_need_root
-tb_need_bin "$TB_BIN" "$TB_BASELINE"
-tb_need_relay
-tb_has_opt "$TB_BIN" server-probe || tb_skip "the patched openvpn has no --server-probe"
-tb_isolate "$@"
-tb_init shortcut
-tb_pki
+tb_setup shortcut server-probe -- "$@"
 
 
 # every wait below is capped by what is left of this budget, so the whole

@@ -16,12 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
-tb_need_root
-tb_need_bin "$TB_BIN" "$TB_BASELINE"
-tb_need_relay
-tb_isolate "$@"
-tb_init testbed
-tb_pki
+tb_setup testbed -- "$@"
 
 
 P_S1=$(tb_port 1) P_S6=$(tb_port 2)
