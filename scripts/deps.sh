@@ -25,3 +25,8 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get -q update >/dev/null
 $sudo apt-get -y -q install --no-install-recommends "${missing[@]}" >/dev/null
+# what the checks run directly must be there now (style.py fails without
+# uncrustify instead of skipping)
+for c in uncrustify python3 git rsync; do
+    command -v "$c" >/dev/null || { echo "deps: '$c' still missing after the install" >&2; exit 1; }
+done

@@ -3,8 +3,11 @@
 
 New files must be uncrustify-clean as a whole; in upstream files only the
 lines the series adds are checked (a reformat hunk that touches an added
-line fails).  Skips, with a printed reason, when the config or uncrustify
-is missing.  Exit 0 clean/skip, 1 differences, 77 skipped.
+line fails).  The config is upstream's dev-tools/uncrustify.conf of v2.6.14,
+kept in the repository as scripts/uncrustify-2.6.conf (UNCRUSTIFY_CONF
+overrides it).  A missing config or uncrustify binary is a failure, not a
+skip (scripts/deps.sh installs uncrustify).  Exit 0 clean, 1 differences or
+missing tools.
 """
 import os
 import re
@@ -15,9 +18,8 @@ import tempfile
 
 top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 wt = os.path.join(top, "build", "openvpn")
-conf = os.environ.get("UNCRUSTIFY_CONF",
-                      os.path.join(top, "..", "shared", "reference",
-                                   "uncrustify-2.6.conf"))
+conf = os.environ.get("UNCRUSTIFY_CONF") or os.path.join(
+    top, "scripts", "uncrustify-2.6.conf")
 
 
 def git(*args):
@@ -41,12 +43,14 @@ def ranges(diff, side):
 
 def main():
     if not os.path.isfile(conf):
-        print(f"SKIP style: uncrustify config not found at {conf} "
-              "(set UNCRUSTIFY_CONF)")
-        return 77
+        print(f"FAIL style: uncrustify config not found at {conf} "
+              "(scripts/uncrustify-2.6.conf is part of the repository; "
+              "UNCRUSTIFY_CONF overrides it)")
+        return 1
     if not shutil.which("uncrustify"):
-        print("SKIP style: uncrustify not installed")
-        return 77
+        print("FAIL style: uncrustify is not installed (scripts/deps.sh "
+              "installs it: run 'make deps')")
+        return 1
     files = git("diff", "--name-only", "--diff-filter=AM", "upstream", "HEAD",
                 "--", "*.c", "*.h").split()
     added_files = set(git("diff", "--name-only", "--diff-filter=A",
