@@ -33,6 +33,8 @@
 #   TB_NETNS=0      do not move the test into a private network namespace
 #   TB_START_TIMEOUT seconds a server/relay may take to start (default 20)
 #   TB_VERB         openvpn --verb (default 4)
+#   CI=true         a missing root or /dev/net/tun is a FAIL, not a SKIP
+#                   (tb_need_root); the CI runner has both
 
 TB_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${TB_BIN:=$TB_TOP/build/bin/openvpn}"
@@ -95,15 +97,36 @@ tb_tail()
 
 # ---------------------------------------------------------------- setup
 
-# tb_need_root: SKIP unless root and /dev/net/tun exist
+# tb_in_ci: is this a CI run (CI=true, as GitHub/GitLab and .ci/run set it)
+tb_in_ci()
+{
+    case ${CI:-} in
+        [Tt][Rr][Uu][Ee]|1|[Yy][Ee][Ss]) return 0 ;;
+    esac
+    return 1
+}
+
+# tb_need_root: SKIP unless root and /dev/net/tun exist; in CI (tb_in_ci)
+# their absence is a FAIL, so that a CI run cannot be green by skipping
+# every end-to-end test (tb_need_bin and tb_need_relay do the same)
 tb_need_root()
 {
+    local why=""
     if [ "$(id -u)" -ne 0 ]; then
-        tb_skip "needs root (servers open tun devices)"
+        why="needs root (servers open tun devices)"
+    elif [ ! -c /dev/net/tun ]; then
+        why="/dev/net/tun is missing"
     fi
-    if [ ! -c /dev/net/tun ]; then
-        tb_skip "/dev/net/tun is missing"
-    fi
+    [ -n "$why" ] || return 0
+    tb_skip_or_ci_fail "$why"
+}
+
+# tb_skip_or_ci_fail MSG: SKIP with MSG, but FAIL when tb_in_ci (for what a
+# CI run always has: root, tun, the builds, the relay)
+tb_skip_or_ci_fail()
+{
+    tb_in_ci && tb_die "$*; CI=true: the CI run must have it, a skip would hide the test"
+    tb_skip "$*"
 }
 
 # tb_need_bin PATH...: SKIP when a binary has not been built
@@ -111,7 +134,7 @@ tb_need_bin()
 {
     local b
     for b in "$@"; do
-        [ -x "$b" ] || tb_skip "${b#"$TB_TOP"/} is not built (make build baseline)"
+        [ -x "$b" ] || tb_skip_or_ci_fail "${b#"$TB_TOP"/} is not built (make build baseline)"
     done
 }
 
@@ -121,7 +144,7 @@ tb_need_relay()
     if [ ! -x "$TB_RELAY" ] && [ -f "$TB_TOP/testbed/relay/Makefile" ]; then
         make -s -C "$TB_TOP/testbed/relay" >/dev/null 2>&1 || true
     fi
-    [ -x "$TB_RELAY" ] || tb_skip "the UDP relay ${TB_RELAY#"$TB_TOP"/} is not built"
+    [ -x "$TB_RELAY" ] || tb_skip_or_ci_fail "the UDP relay ${TB_RELAY#"$TB_TOP"/} is not built"
 }
 
 # tb_isolate "$@": re-execute the calling script in a private network
@@ -145,9 +168,10 @@ tb_isolate()
 
 # tb_setup NAME [OPTION...] -- ARGS: the usual start of an end-to-end test:
 # root, both binaries and the relay (else skip), every OPTION known to the
-# patched openvpn (else skip), a private network namespace (ARGS: the
-# script's own arguments, for the re-exec), the work dir NAME and the PKI.
-# Call it from the script's top level.
+# patched openvpn (else FAIL: the series is always in build/bin/openvpn, so
+# a missing option is a broken build, never a reason to skip), a private
+# network namespace (ARGS: the script's own arguments, for the re-exec),
+# the work dir NAME and the PKI. Call it from the script's top level.
 tb_setup()
 {
     local name=$1
@@ -156,7 +180,8 @@ tb_setup()
     tb_need_bin "$TB_BIN" "$TB_BASELINE"
     tb_need_relay
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do
-        tb_has_opt "$TB_BIN" "$1" || tb_skip "the patched openvpn has no --$1"
+        tb_has_opt "$TB_BIN" "$1" ||
+            tb_die "the patched openvpn (${TB_BIN#"$TB_TOP"/}) has no --$1 in its --help"
         shift
     done
     [ "${1:-}" = "--" ] && shift

@@ -3,7 +3,8 @@
 # control-channel wrap mode (none, tls-auth, tls-crypt, tls-crypt-v2):
 #   (a) baseline client -> patched server
 #   (b) patched client  -> baseline server
-# and, once the patched binary has --server-probe (SPEC section 5):
+# and (SPEC section 5; the series is always in build/bin/openvpn, so a
+# binary without --server-probe fails these four instead of skipping them):
 #   (c) probing patched client -> baseline server: no reply, still connects
 #   (d) probing patched client -> patched server: probe answered, connects
 # Every scenario goes through the UDP relay at 5 ms one-way delay and must
@@ -95,11 +96,6 @@ scenario()
     tb_stop "$s"
 }
 
-skip_line()
-{
-    n=$((n + 1))
-    echo "ok $n - $1 # SKIP $2"
-}
 
 t0=$(date +%s)
 for wrap in none tls-auth tls-crypt tls-crypt-v2; do
@@ -111,8 +107,8 @@ for wrap in none tls-auth tls-crypt tls-crypt-v2; do
         scenario "probing patched client -> baseline server" "$TB_BASELINE" "$TB_BIN" "$wrap" 1
         scenario "probing patched client -> patched server" "$TB_BIN" "$TB_BIN" "$wrap" 1
     else
-        skip_line "probing patched client -> baseline server, wrap=$wrap" "--server-probe not in the patched binary yet"
-        skip_line "probing patched client -> patched server, wrap=$wrap" "--server-probe not in the patched binary yet"
+        not_ok "probing patched client -> baseline server, wrap=$wrap: the patched openvpn has no --server-probe in its --help"
+        not_ok "probing patched client -> patched server, wrap=$wrap: the patched openvpn has no --server-probe in its --help"
     fi
 done
 echo "1..$n"

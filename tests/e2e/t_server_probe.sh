@@ -29,7 +29,7 @@ TB_PORT_BASE=${TB_PORT_BASE_SERVER_PROBE:-23000}
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
-command -v python3 >/dev/null 2>&1 || tb_skip "python3 is missing"
+command -v python3 >/dev/null 2>&1 || tb_skip_or_ci_fail "python3 is missing"
 tb_setup server-probe server-probe-reply -- "$@"
 
 PT=(timeout 120 python3 "$here/probe_tool.py")
