@@ -29,7 +29,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RELAY = os.environ.get("UDPRELAY", os.path.join(HERE, "udprelay"))
-SUITE_TIMEOUT = 90          # hard cap for the whole suite (normally ~15 s)
+SUITE_TIMEOUT = 120         # hard cap for the whole suite (normally ~20 s)
+# Timing checks: the configured delay is a hard floor (a relay that
+# forwards early is broken, whatever the load); the ceiling is the delay
+# plus SLACK_MS, which leaves room for a loaded 2-core machine (other
+# builds and tests running): what must not flake is the ceiling, not the
+# floor.  Medians are taken over at least 5 samples.
+SLACK_MS = 25.0
+LATE_AVG_US_MAX = 3000.0    # the relay's own average lateness
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 MAX_V4_PAYLOAD = 65507
 
@@ -351,7 +358,7 @@ def t_delay(args, lo, hi, n=10, log_check=None):
         check(ex, "no exit line in log")
         kv = dict(x.split("=", 1) for x in ex[0][2:])
         avg, mx = float(kv["late_avg_us"]), float(kv["late_max_us"])
-        check(avg < 1000.0, "relay sends %.0f us late on average" % avg)
+        check(avg < LATE_AVG_US_MAX, "relay sends %.0f us late on average" % avg)
         return "median %.3f ms min %.3f max %.3f%s; relay lateness avg %.0f us max %.0f us" % (
             med, min(rtts), max(rtts), extra, avg, mx)
     finally:
@@ -637,19 +644,22 @@ def have_v6():
         return False
 
 
-def t_ipv6(listen, echo, lo=20.0, hi=25.0):
+def t_ipv6(listen, echo, lo=20.0, hi=20.0 + SLACK_MS):
     if not have_v6() or C.echo6 is None:
         raise Skip("no IPv6 on loopback")
     r = with_relay(echo.spec(), "--delay", "10", listen=listen)
     try:
         c = Client(r.addr())
         rtts = []
-        for i in range(3):
-            rtt, port = c.ping(pkt(i))
+        for i in range(7):
+            rtt, port = c.ping(pkt(i), timeout=2.0)
             check(rtt is not None, "no reply")
             rtts.append(rtt)
         med = statistics.median(rtts)
-        check(lo <= med <= hi, "RTT %.3f ms not in [%g,%g]" % (med, lo, hi))
+        check(lo <= med <= hi, "median RTT %.3f ms not in [%g,%g] (all: %s)" %
+              (med, lo, hi, " ".join("%.2f" % x for x in rtts)))
+        check(min(rtts) >= lo, "a ping came back early: min %.3f < %g ms" %
+              (min(rtts), lo))
         up = r.fields("up")
         check(up and up[0][2] == c.name(), "log client addr %s != %s" %
               (up and up[0][2], c.name()))
@@ -865,14 +875,16 @@ def main():
     try:
         C.echo4 = Echo("127.0.0.1")
         C.echo6 = Echo("::1") if have_v6() else None
-        run_test("delay_50", t_delay, ["--delay", "50"], 100.0, 106.0)
-        run_test("delay_10", t_delay, ["--delay", "10"], 20.0, 25.0)
+        run_test("delay_50", t_delay, ["--delay", "50"], 100.0, 100.0 + SLACK_MS)
+        run_test("delay_10", t_delay, ["--delay", "10"], 20.0, 20.0 + SLACK_MS)
+        # the log gap: the up delay is its floor; the ceiling only has to
+        # tell 100 ms from 0 (directions swapped)
         run_test("delay_up100_down0", t_delay,
-                 ["--delay-up", "100", "--delay-down", "0"], 100.0, 106.0, 10,
-                 lambda r: updown_gap(r, 99.9, 103.0))
+                 ["--delay-up", "100", "--delay-down", "0"], 100.0, 100.0 + SLACK_MS, 10,
+                 lambda r: updown_gap(r, 99.9, 100.0 + 4 * SLACK_MS))
         run_test("delay_down100_override", t_delay,
-                 ["--delay", "40", "--delay-down", "100"], 140.0, 146.0, 3)
-        run_test("delay_300", t_delay, ["--delay", "300"], 600.0, 606.0, 3)
+                 ["--delay", "40", "--delay-down", "100"], 140.0, 140.0 + SLACK_MS, 7)
+        run_test("delay_300", t_delay, ["--delay", "300"], 600.0, 600.0 + SLACK_MS, 5)
         run_test("order_preserved", t_order)
         run_test("loss_30_seed", t_loss)
         run_test("loss_0", t_loss_zero)
