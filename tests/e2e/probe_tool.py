@@ -20,8 +20,16 @@ Sub-commands (each prints one line of key=value pairs):
       keyid (first byte 0x61), unknown-crit (an unknown TLV without the
       optional bit before the probe TLV), unknown-opt (the same with the
       optional bit set: must still be answered), notlv (no probe TLV).
-      Output: reply=0|1 len= sid_ok= prio= weight= mld= lifetime= flags=
+      Output: reply=0|1 lport= (the local port it was sent from, to find
+      the server's log line about it) len= sid_ok= prio= weight= mld=
+      lifetime= flags=
       Exit 0 when a reply came, 1 when none came, 2 on bad input.
+
+  reset --target T [--timeout S]
+      send one plain P_CONTROL_HARD_RESET_CLIENT_V2 (opcode 7: the start of
+      a new handshake, which passes the same --connect-freq-initial limiter
+      as a probe) and wait for the server's HMAC-cookie reset (opcode 8).
+      Output: reply=0|1 lport= op= len=
 
   burst --target T --count N [--pad N] [--wait S]
       send N valid probes as fast as possible (every probe its own session
@@ -177,7 +185,8 @@ def cmd_one(a):
             got = s.recv(4096)
         except ConnectionRefusedError:
             continue
-    res = {"variant": a.variant, "sent_len": len(pkt), "reply": 0}
+    res = {"variant": a.variant, "sent_len": len(pkt), "reply": 0,
+           "lport": s.getsockname()[1]}
     if got is not None:
         res["reply"] = 1
         res["len"] = len(got)
@@ -191,6 +200,39 @@ def cmd_one(a):
             res["sid_ok"] = int(rep["sid"] == sid)
             for k in ("prio", "weight", "mld", "lifetime", "flags"):
                 res[k] = rep[k]
+    print(" ".join("%s=%s" % kv for kv in res.items()))
+    return 0 if got is not None else 1
+
+
+P_CONTROL_HARD_RESET_CLIENT_V2 = 7
+
+
+def cmd_reset(a):
+    s = mksock(a.target)
+    # plain mode: op|kid, session id, ACK array length 0, message packet id
+    pkt = (bytes([P_CONTROL_HARD_RESET_CLIENT_V2 << 3]) + os.urandom(8)
+           + b"\x00" + struct.pack(">I", 0))
+    try:
+        s.send(pkt)
+    except ConnectionRefusedError:
+        pass
+    got = None
+    end = time.monotonic() + a.timeout
+    while got is None:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        r, _, _ = select.select([s], [], [], left)
+        if not r:
+            break
+        try:
+            got = s.recv(4096)
+        except ConnectionRefusedError:
+            continue
+    res = {"reply": int(got is not None), "lport": s.getsockname()[1]}
+    if got is not None:
+        res["op"] = got[0] >> 3
+        res["len"] = len(got)
     print(" ".join("%s=%s" % kv for kv in res.items()))
     return 0 if got is not None else 1
 
@@ -339,6 +381,9 @@ def main(argv=None):
     p.add_argument("--ts-offset", type=int, default=0)
     p.add_argument("--pad", type=int, default=8)
     p.add_argument("--timeout", type=float, default=0.5)
+    p = sub.add_parser("reset")
+    p.add_argument("--target", required=True)
+    p.add_argument("--timeout", type=float, default=1.0)
     p = sub.add_parser("burst")
     p.add_argument("--target", required=True)
     p.add_argument("--count", type=int, default=1000)
@@ -359,8 +404,8 @@ def main(argv=None):
     p.add_argument("--pad", type=int, default=8)
     p.add_argument("--timeout", type=float, default=0.5)
     a = ap.parse_args(argv)
-    return {"one": cmd_one, "burst": cmd_burst, "flood": cmd_flood,
-            "spoof": cmd_spoof}[a.cmd](a)
+    return {"one": cmd_one, "reset": cmd_reset, "burst": cmd_burst,
+            "flood": cmd_flood, "spoof": cmd_spoof}[a.cmd](a)
 
 
 if __name__ == "__main__":

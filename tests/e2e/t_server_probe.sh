@@ -9,13 +9,19 @@
 #   (b) crafted plain probes (tests/e2e/probe_tool.py) that must not be
 #       answered: stale and future timestamps, truncated/short TLV, wrong
 #       message type, key id != 0, unknown mandatory TLV, no probe TLV, and
-#       an unwrapped probe at a tls-auth server; a valid probe right after
-#       each is answered with the default advertised values;
+#       an unwrapped probe at a tls-auth server; for each, the server logs
+#       the drop reason for that probe's source port, and a valid probe
+#       (a wrapped client probe for the tls-auth server) right after is
+#       answered with the default advertised values;
 #   (c) memory: 100000 probes (after 1000 warm-up) do not grow the server's
 #       VmRSS by 1 MiB or more (build/testbed/server-memory.txt);
-#   (d) limiter: a 1000-probe burst in < 1 s gets at most ~100 replies with
-#       the default --connect-freq-initial, while an already connected
-#       (baseline) client keeps exchanging P_DATA_V2 without a restart;
+#   (d) limiter (--connect-freq-initial 40 120): a 400-probe burst in < 1 s
+#       gets exactly the budget left in the period (40, less the resets the
+#       connected client spent beyond its one), a new handshake (plain
+#       HARD_RESET) right after gets no answer (probes and resets share the
+#       limiter; a reset to another server is answered: the tool works),
+#       the server notes the limit, and an already connected (baseline)
+#       client keeps exchanging P_DATA_V2 without a restart;
 #   (e) existing-instance routing: probes from the address of a connected
 #       client (fixed --lport, behind a relay; sent from the relay's
 #       upstream port with a raw socket) are answered statelessly, do not
@@ -39,6 +45,9 @@ MEM_FILE="$TB_ROOT/server-memory.txt"
 
 # kv KEY LINE: the value of KEY=VALUE in a key=value line ("" when absent)
 kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
+# like_glob STRING GLOB
+# shellcheck disable=SC2053
+like_glob() { [[ $1 == $2 ]]; }
 
 T0=$(date +%s)
 
@@ -101,7 +110,8 @@ echo "# amplification$amp_summary"
 # ------------------------------------------------------------------ (b)
 tb_log "(b) probes the server must not answer"
 P_B=$(tb_port 10)
-tb_server sb "$P_B" -- --ping 1
+# --verb 7: the key id drop is logged at D_TLS_STATE_ERRORS (7) only
+tb_server sb "$P_B" -- --ping 1 --verb 7
 TB_B="127.0.0.1:$P_B"
 # a valid probe first: answered with the defaults (0 ms, weight 50, prio 100)
 line=$("${PT[@]}" one --target "$TB_B" --timeout 2)
@@ -113,18 +123,32 @@ if [ "$(kv reply "$line")" = 1 ] && [ "$(kv sid_ok "$line")" = 1 ] &&
 else
     not_ok "valid plain probe answered with the defaults ($line)"
 fi
-for spec in "stale:--ts-offset -120" "future:--ts-offset 120" "truncated-TLV:--variant trunc" \
-            "short-TLV:--variant short" "wrong-message-type-0x0101:--variant wrongtype" \
-            "key-id-1:--variant keyid" "unknown-mandatory-TLV:--variant unknown-crit" \
-            "no-probe-TLV:--variant notlv"; do
-    label=${spec%%:*}
+# LABEL:probe_tool args:the server's log line for the drop (an extended
+# regex; FROM stands for that probe's source address)
+oob_drop="OOB: not answering packet from FROM: "
+for spec in "stale:--ts-offset -120:${oob_drop}timestamp too far from our clock" \
+            "future:--ts-offset 120:${oob_drop}timestamp too far from our clock" \
+            "truncated-TLV:--variant trunc:${oob_drop}truncated TLV data" \
+            "short-TLV:--variant short:${oob_drop}TLV shorter than its minimum length" \
+            "wrong-message-type-0x0101:--variant wrongtype:${oob_drop}not a server probe" \
+            "key-id-1:--variant keyid:TLS State Error: Unknown key ID \(1\) received from FROM -- 0 was expected" \
+            "unknown-mandatory-TLV:--variant unknown-crit:${oob_drop}unknown mandatory TLV" \
+            "no-probe-TLV:--variant notlv:${oob_drop}required TLV missing"; do
+    label=${spec%%:*} rest=${spec#*:}
+    args=${rest%%:*} want=${rest#*:}
     # shellcheck disable=SC2086
-    bad=$("${PT[@]}" one --target "$TB_B" --timeout 0.5 ${spec#*:})
+    bad=$("${PT[@]}" one --target "$TB_B" --timeout 0.5 $args)
     good=$("${PT[@]}" one --target "$TB_B" --timeout 2)
-    if [ "$(kv reply "$bad")" = 0 ] && [ "$(kv reply "$good")" = 1 ] && [ "$(kv sid_ok "$good")" = 1 ]; then
-        ok "$label: no reply within 500 ms ($(kv sent_len "$bad") B); a valid probe right after is answered"
+    from="\\[AF_INET\\]127\\.0\\.0\\.1:$(kv lport "$bad")"
+    # the valid probe was answered, so the server has handled the bad one
+    logged=$(grep -cE -- "${want//FROM/$from}( |\$)" "$TB_DIR/sb.log")
+    answered=$(grep -cE -- "server probe from $from answered" "$TB_DIR/sb.log")
+    if [ "$(kv reply "$bad")" = 0 ] && [ "$logged" = 1 ] && [ "$answered" = 0 ] &&
+       [ "$(kv reply "$good")" = 1 ] && [ "$(kv sid_ok "$good")" = 1 ]; then
+        ok "$label: no reply within 500 ms ($(kv sent_len "$bad") B), server logged '${want//FROM/<src>}'; a valid probe right after is answered"
     else
-        not_ok "$label: expected no reply, then a reply (bad: $bad; valid: $good)"
+        not_ok "$label: expected no reply, the log line '${want//FROM/$from}' once (got $logged, $answered 'answered'), then a reply (bad: $bad; valid: $good)"
+        grep -F "127.0.0.1:$(kv lport "$bad")" "$TB_DIR/sb.log" | tail -n 3 | sed 's/^/#   sb: /'
     fi
 done
 # unknown TLV with the optional bit: skipped, the probe is answered
@@ -134,9 +158,23 @@ check "unknown optional TLV (0x8777) is skipped and the probe answered ($line)" 
 grep -o "OOB: not answering packet from [^ ]*: .*" "$TB_DIR/sb.log" |
     sed 's/^OOB: not answering packet from [^ ]*: //' | sort | uniq -c |
     awk '{ c = $1; $1 = ""; print "#   server: not answering (" c "x):" $0 }'
-# unwrapped probe against a tls-auth server (sa2 from (a))
+# unwrapped probe against a tls-auth server (sa2 from (a)): dropped by the
+# HMAC check, before the OOB code sees it
 line=$("${PT[@]}" one --target "127.0.0.1:$(tb_port 2)" --timeout 0.5)
-check "tls-auth server: an unwrapped probe gets no reply ($line)" test "$(kv reply "$line")" = 0
+from="\\[AF_INET\\]127\\.0\\.0\\.1:$(kv lport "$line")"
+logged=$(grep -cE "TLS Error: (incoming packet authentication failed|cannot locate HMAC in incoming packet) from $from\$" "$TB_DIR/sa2.log")
+check "tls-auth server: an unwrapped probe gets no reply and fails the HMAC check in the server log ($logged line(s); $line)" \
+    test "$(kv reply "$line")" = 0 -a "$logged" = 1
+# positive control: sa2 is up and answers a wrapped probe right after
+tb_client cb2 --wrap tls-auth -- --remote 127.0.0.1 "$(tb_port 2)" udp4 --server-probe
+for ((k = 0; k < 300; k++)); do
+    grep -q "addresses answered in" "$TB_DIR/cb2.log" 2>/dev/null && break
+    sleep 0.02
+done
+sline=$(grep -m1 -F "addresses answered in" "$TB_DIR/cb2.log" 2>/dev/null)
+check "tls-auth server: a tls-auth client's probe right after is answered (${sline#*server-probe: })" \
+    like_glob "$sline" "* 1 of 1 addresses answered in *"
+tb_stop cb2
 # for the record: the smallest probe the spec allows (TLV of 12 bytes, no
 # padding) against the reply size; not asserted (SPEC 1 accepts it)
 line=$("${PT[@]}" one --target "$TB_B" --timeout 2 --pad 0)
@@ -180,21 +218,36 @@ else
 fi
 
 # ------------------------------------------------------------------ (d)
-tb_log "(d) limiter: a 1000-probe burst vs a connected client"
+tb_log "(d) limiter: a probe burst, then a new handshake, vs a connected client"
 P_D=$(tb_port 30) P_RD=$(tb_port 130)
-tb_server sd "$P_D" -- --ping 1
+# budget 40 per 120 s: the whole section runs within one period, so the
+# count is exact (reflect_filter.c: the counter restarts only when a
+# period has run out; a completed handshake gives its reset back)
+CF_MAX=40 CF_PER=120
+tb_server sd "$P_D" -- --ping 1 --connect-freq-initial "$CF_MAX" "$CF_PER"
 tb_relay rd "127.0.0.1:$P_RD" "127.0.0.1:$P_D" --delay 2
 tb_client cd --bin "$TB_BASELINE" -- --remote 127.0.0.1 "$P_RD" udp4 --ping 1
 if tb_wait_connected cd 30 >/dev/null && tb_wait_ops rd 10 up 9 2 down 9 2; then
     mark=$(wc -l <"$TB_DIR/rd.relay.log")
-    line=$("${PT[@]}" burst --target "127.0.0.1:$P_D" --count 1000 --wait 1)
+    # the client's resets count against the budget, minus the one its
+    # completed handshake gave back
+    resets=$(tb_count_op rd up 7 fwd)
+    budget=$((CF_MAX - (resets > 1 ? resets - 1 : 0)))
+    line=$("${PT[@]}" burst --target "127.0.0.1:$P_D" --count 400 --wait 1)
     echo "# burst: $line"
-    sent=$(kv sent "$line") replies=$(kv replies "$line") send_s=$(kv send_s "$line")
+    sent=$(kv sent "$line") replies=$(kv replies "$line") valid=$(kv valid "$line") send_s=$(kv send_s "$line")
     check "burst of $sent probes sent in ${send_s} s (< 1 s)" \
         awk -v t="$send_s" 'BEGIN { exit !(t < 1.0) }'
-    check "limiter: $replies replies to $sent probes (0 < replies <= 110)" \
-        test "$replies" -gt 0 -a "$replies" -le 110
-    grep -m1 -i "connect-freq-initial" "$TB_DIR/sd.log" | sed 's/^/#   server: /'
+    check "limiter: exactly $budget replies to $sent probes (--connect-freq-initial $CF_MAX $CF_PER, the client used $resets reset(s)): got $replies ($valid matching)" \
+        test "$replies" = "$budget" -a "$valid" = "$budget"
+    # right after: a new handshake from a fresh address is refused, the
+    # same kind of reset to another server is answered
+    rline=$("${PT[@]}" reset --target "127.0.0.1:$P_D" --timeout 1)
+    pline=$("${PT[@]}" reset --target "127.0.0.1:$P_B" --timeout 2)
+    check "limiter: a HARD_RESET right after the burst gets no answer ($rline); to another server: answered with opcode 8 ($pline)" \
+        test "$(kv reply "$rline")" = 0 -a "$(kv reply "$pline")" = 1 -a "$(kv op "$pline")" = 8
+    note=$(grep -c "Note: --connect-freq-initial $CF_MAX $CF_PER rate limit exceeded" "$TB_DIR/sd.log")
+    check "limiter: the server notes the limit once ($note line(s))" test "$note" = 1
     # the connected client: P_DATA_V2 both ways after the burst began
     after_ok=0
     for ((k = 0; k < 100; k++)); do
