@@ -1,33 +1,196 @@
 #!/bin/bash
-# Build the OOB codec fuzzer with clang's libFuzzer and run it for
-# FUZZ_SECONDS (default 20) from the seed corpus in tests/fuzz/corpus.
-# Exit 77 (skip) without clang/libFuzzer.
+# Build the libFuzzer targets (ASan + UBSan) against the patched build copy
+# and run each for FUZZ_SECONDS (default 20) from its seed corpus:
+#
+#   fuzz_oob         the OOB payload codec (oob.c)
+#   fuzz_oob_server  a server's stateless path for one datagram:
+#                    tls_pre_decrypt_lite() + what mudp.c's send_probe_reply()
+#                    does, in all four wrap modes
+#   fuzz_oob_client  a probing client's oob_client_receive(), all wrap modes
+#
+#   tests/fuzz/run.sh [TARGET...]     build and run (default: all targets)
+#   tests/fuzz/run.sh --build         only build
+#   tests/fuzz/run.sh --seeds         regenerate tests/fuzz/corpus/oob_{server,client}
+#
+# Environment: FUZZ_SECONDS (per target), FUZZ_RUNS (run that many inputs
+# per target instead of a time), FUZZ_SRC (the configured source tree to
+# build against, default build/obj/patched/src), FUZZ_OUT (default
+# build/fuzz), FUZZ_JOBS (parallel compiles, default 2).
+#
+# Exit: 0 no finding; 1 a finding (crash, sanitizer report, leak, failed
+# check, timeout) or a build failure; 77 only when this machine cannot
+# build libFuzzer programs.  Crashing inputs are left in $FUZZ_OUT/crashes/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-src="$top/build/obj/patched/src"
-out="$top/build/fuzz"
+src=${FUZZ_SRC:-$top/build/obj/patched/src}
+out=${FUZZ_OUT:-$top/build/fuzz}
 secs=${FUZZ_SECONDS:-20}
+jobs=${FUZZ_JOBS:-2}
+all_targets=(fuzz_oob fuzz_oob_server fuzz_oob_client)
 
-command -v clang >/dev/null || { echo "SKIP: clang not installed (libFuzzer)"; exit 77; }
-[ -f "$src/src/openvpn/oob.c" ] || { echo "SKIP: no patched build in $src"; exit 77; }
-mkdir -p "$out/corpus"
-cp -n "$here"/corpus/* "$out/corpus/" 2>/dev/null || true
+mode=run
+targets=()
+for a in "$@"; do
+    case "$a" in
+        --build) mode=build ;;
+        --seeds) mode=seeds ;;
+        fuzz_*) targets+=("$a") ;;
+        *) echo "usage: $0 [--build|--seeds] [${all_targets[*]}]" >&2; exit 2 ;;
+    esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 
-inc=(-I"$src" -I"$src/include" -I"$src/src/compat" -I"$src/src/openvpn" $(pkg-config --cflags libnl-genl-3.0 2>/dev/null) -I/usr/include/lzo)
-if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        "${inc[@]}" -DHAVE_CONFIG_H \
-        "$here/fuzz_oob.c" "$src/src/openvpn/oob.c" "$src/src/openvpn/buffer.c" \
-        "$src/src/openvpn/platform.c" "$src/tests/unit_tests/openvpn/mock_msg.c" \
-        "$src/tests/unit_tests/openvpn/mock_get_random.c" \
-        -o "$out/fuzz_oob" -lcrypto -lcmocka -lcap-ng 2>"$out/build.log"; then
-    if grep -q "fuzzer" "$out/build.log"; then
-        echo "SKIP: clang cannot build libFuzzer targets here"; cat "$out/build.log" | head -5; exit 77
-    fi
-    cat "$out/build.log"; exit 1
+cc=${CC_FUZZ:-clang}
+san=(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined)
+mkdir -p "$out"
+
+# libFuzzer available?  Compile and link a trivial target.
+if ! command -v "$cc" >/dev/null; then
+    echo "SKIP: $cc not installed (libFuzzer)"; exit 77
 fi
-"$out/fuzz_oob" -max_total_time="$secs" -max_len=512 -print_final_stats=1 \
-    "$out/corpus" 2>&1 | tail -15
-rc=${PIPESTATUS[0]}
-[ $rc -eq 0 ] && echo "fuzz: no crash in ${secs}s"
-exit $rc
+printf '%s\n' '#include <stdint.h>' '#include <stddef.h>' \
+    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }' \
+    >"$out/probe_libfuzzer.c"
+if ! "$cc" -fsanitize=fuzzer,address,undefined "$out/probe_libfuzzer.c" \
+        -o "$out/probe_libfuzzer" >"$out/probe_libfuzzer.log" 2>&1; then
+    echo "SKIP: $cc cannot build libFuzzer programs here:"
+    head -5 "$out/probe_libfuzzer.log"
+    exit 77
+fi
+
+if [ ! -f "$src/config.h" ] || [ ! -f "$src/src/openvpn/oob.c" ]; then
+    echo "FAIL: no configured patched source tree in $src (make build first)"
+    exit 1
+fi
+
+o="$src/src/openvpn"
+u="$src/tests/unit_tests/openvpn"
+inc=(-DHAVE_CONFIG_H -I"$src" -I"$src/include" -I"$src/src/compat" -I"$o" -I"$u"
+     -I/usr/include/lzo $(pkg-config --cflags libnl-genl-3.0 2>/dev/null))
+cflags=(-g -O1 -Wall -ffunction-sections -fdata-sections)
+libs=(-lssl -lcrypto -lcap-ng)
+
+# what test_pkt links (tests/unit_tests/openvpn/Makefile.am, pkt_testdriver)
+ovpn=(argv base64 buffer crypto crypto_openssl crypto_mbedtls env_set oob otime
+      packet_id platform reliable run_command session_id ssl_pkt win32-util tls_crypt)
+fuzz_oob_objs=(fuzz_oob fuzz_mock oob buffer platform mock_get_random)
+fuzz_oob_server_objs=(fuzz_oob_server fuzz_mock "${ovpn[@]}")
+fuzz_oob_client_objs=(fuzz_oob_client fuzz_client_stubs fuzz_mock "${ovpn[@]}")
+gen_seeds_objs=(gen_seeds fuzz_mock "${ovpn[@]}")
+
+# rebuild everything when a source, header or flag changed
+obj="$out/obj"
+sum=$( { echo "$cc ${san[*]} ${cflags[*]} ${inc[*]}"; cat "$src/config.h" "$o"/*.h "$o"/*.c \
+         "$u/tls_crypt_v2_keys.h" "$u/mock_get_random.c" "$here"/*.c "$here"/*.h; } | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$obj/sum" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$obj"
+fi
+mkdir -p "$obj"
+
+compile() {  # name [source] -> $obj/name.o
+    local n=$1 f=${2:-}
+    if [ -z "$f" ]; then
+        for f in "$here/$n.c" "$o/$n.c" "$u/$n.c"; do [ -f "$f" ] && break; done
+    fi
+    nice -n 10 "$cc" "${san[@]}" "${cflags[@]}" "${inc[@]}" -c "$f" -o "$obj/$n.o.tmp" \
+        >"$obj/$n.log" 2>&1 && mv "$obj/$n.o.tmp" "$obj/$n.o"
+}
+
+build() {  # target -> $out/target
+    local t=$1 n
+    local -n objs="${t}_objs"
+    local need=()
+    for n in "${objs[@]}"; do [ -f "$obj/$n.o" ] || need+=("$n"); done
+    if [ ${#need[@]} -gt 0 ]; then
+        local running=0
+        for n in "${need[@]}"; do
+            compile "$n" &
+            running=$((running + 1))
+            if [ $running -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+        done
+        wait
+        for n in "${need[@]}"; do
+            if [ ! -f "$obj/$n.o" ]; then
+                echo "FAIL: compiling $n for $t:"; grep -E -A3 "error" "$obj/$n.log" | head -30
+                return 1
+            fi
+        done
+    fi
+    local files=()
+    for n in "${objs[@]}"; do files+=("$obj/$n.o"); done
+    if ! link "$t" "${files[@]}"; then
+        # fuzz_oob_client compiles all of oob_client.c: functions that only
+        # its other parts use get a stub that aborts when called (see
+        # fuzz_client_stubs.c)
+        local undef
+        undef=$(sed -n "s/.*undefined reference to \`\([A-Za-z0-9_]*\)'.*/\1/p" \
+                "$obj/$t.link.log" | sort -u)
+        if [ "$t" = fuzz_oob_client ] && [ -n "$undef" ]; then
+            echo "fuzz: $t: stubbing what oob_client.c needs besides oob_client_receive():" $undef
+            { echo '#include <stdio.h>'; echo '#include <stdlib.h>'
+              for n in $undef; do
+                  echo "void $n(void); void $n(void) { fprintf(stderr, \"stub $n called\\n\"); abort(); }"
+              done; } >"$obj/auto_stubs.c"
+            compile auto_stubs "$obj/auto_stubs.c" || { cat "$obj/auto_stubs.log"; return 1; }
+            link "$t" "${files[@]}" "$obj/auto_stubs.o" && return 0
+        fi
+        echo "FAIL: linking $t:"; grep -v "^ *|" "$obj/$t.link.log" | head -30
+        return 1
+    fi
+}
+
+link() {  # target objects...
+    local t=$1 link_san=(-fsanitize=fuzzer,address,undefined)
+    shift
+    [ "$t" = gen_seeds ] && link_san=(-fsanitize=fuzzer-no-link,address,undefined)
+    nice -n 10 "$cc" "${link_san[@]}" -Wl,--gc-sections "$@" -o "$out/$t" \
+        "${libs[@]}" >"$obj/$t.link.log" 2>&1
+}
+
+if [ "$mode" = seeds ]; then
+    build gen_seeds || exit 1
+    for d in oob_server oob_client; do rm -rf "$here/corpus/$d"; mkdir -p "$here/corpus/$d"; done
+    "$out/gen_seeds" "$here/corpus/oob_server" "$here/corpus/oob_client" || exit 1
+    echo "seeds: $(ls "$here/corpus/oob_server" | wc -l) server, $(ls "$here/corpus/oob_client" | wc -l) client"
+    exit 0
+fi
+
+for t in "${targets[@]}"; do
+    build "$t" || exit 1
+done
+echo "$sum" >"$obj/sum"
+[ "$mode" = build ] && { echo "fuzz: built ${targets[*]} in $out"; exit 0; }
+
+declare -A corpus=([fuzz_oob]=oob [fuzz_oob_server]=oob_server [fuzz_oob_client]=oob_client)
+declare -A maxlen=([fuzz_oob]=512 [fuzz_oob_server]=2048 [fuzz_oob_client]=2100)
+mkdir -p "$out/crashes"
+failed=()
+for t in "${targets[@]}"; do
+    c="$out/corpus/${corpus[$t]}"
+    mkdir -p "$c"
+    cp -n "$here/corpus/${corpus[$t]}"/* "$c/" 2>/dev/null || true
+    if [ -n "${FUZZ_RUNS:-}" ]; then limit=(-runs="$FUZZ_RUNS"); else limit=(-max_total_time="$secs"); fi
+    log="$out/$t.log"
+    echo "fuzz: $t (${limit[*]}, corpus $c)"
+    # a finding must never look like a skip: libFuzzer's own default for
+    # some findings is 77, so set the codes, and map every failure to 1
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:allocator_may_return_null=0${FUZZ_ASAN_OPTIONS:+:$FUZZ_ASAN_OPTIONS}" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+        nice -n 10 "$out/$t" "${limit[@]}" -max_len="${maxlen[$t]}" -timeout=10 \
+        -rss_limit_mb=2048 -detect_leaks=1 -error_exitcode=1 -timeout_exitcode=1 \
+        -print_final_stats=1 -artifact_prefix="$out/crashes/$t-" "$c" >"$log" 2>&1
+    rc=$?
+    grep -E "^#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::average_exec_per_sec" "$log" | tail -3 | sed 's/^/  /'
+    if [ $rc -ne 0 ]; then
+        echo "FAIL: $t exited $rc; the end of $log:"
+        grep -E -A25 "ERROR|==[0-9]+==|runtime error|check failed|ASSERT|Test unit written" "$log" | head -60
+        failed+=("$t")
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: FINDINGS in ${failed[*]} (inputs in $out/crashes/)"
+    exit 1
+fi
+echo "fuzz: no finding in ${targets[*]}"
+exit 0

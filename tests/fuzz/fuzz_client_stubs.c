@@ -1,0 +1,29 @@
+/*
+ * fuzz_oob_client.c compiles oob_client.c itself, to fuzz its static
+ * oob_client_receive().  The rest of oob_client.c (sockets, name
+ * resolution, the handshake shortcut) is never called by the target but
+ * references these, from init.c, socket.c, fdmisc.c, sig.c and ssl.c:
+ * stubs that abort.  They are defined without their headers on purpose,
+ * so that a changed signature does not break this build.  When
+ * oob_client.c gains another such dependency, run.sh stubs it the same
+ * way (and says so): add it here.
+ */
+#include "config.h"
+#include "syshead.h"
+#include "sig.h"
+
+#include <stdlib.h>
+
+struct signal_info siginfo_static;
+
+#define FUZZ_STUB(name) void name(void); void name(void) { abort(); }
+
+FUZZ_STUB(get_cached_dns_entry)
+FUZZ_STUB(openvpn_getaddrinfo)
+FUZZ_STUB(set_cloexec)
+FUZZ_STUB(set_nonblock)
+FUZZ_STUB(socket_set_buffers)
+FUZZ_STUB(socket_set_mark)
+FUZZ_STUB(standalone_wrap_init)
+FUZZ_STUB(standalone_wrap_free)
+FUZZ_STUB(tls_multi_skip_to_third_packet)
