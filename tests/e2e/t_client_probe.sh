@@ -312,9 +312,9 @@ kill -INT "$pid" 2>/dev/null
 tk=$(date +%s%N)
 gone=0
 while :; do
+    kill -0 "$pid" 2>/dev/null || gone=1
     el=$(( ($(date +%s%N) - tk) / 1000000 ))
-    if ! kill -0 "$pid" 2>/dev/null; then gone=1; break; fi
-    [ "$el" -ge 3000 ] && break
+    [ $gone = 1 ] || [ "$el" -ge 3000 ] && break
     sleep 0.005
 done
 sumh=$(summary ch)
