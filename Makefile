@@ -5,7 +5,8 @@ TOP := $(CURDIR)
 WT  := build/openvpn
 
 .PHONY: all deps fetch tree retree export series-check check-commits build baseline \
-        check test-only style relay demo bench clean distclean help
+        check test-only style relay demo bench clean distclean help \
+        deb check-deb check-trixie
 
 all: build
 
@@ -20,6 +21,9 @@ help:
 	@echo "make style         uncrustify check of the series' code"
 	@echo "make check-commits build and unit-test every commit of the series on its own (slow)"
 	@echo "make bench         connect-time and server-cost benchmark"
+	@echo "make deb           Debian packages with the series in debian/patches (and stock, for lintian)"
+	@echo "make check-deb     e2e tests against the packaged openvpn (SKIP without make deb)"
+	@echo "make check-trixie  does the series apply to and build on Debian 13's openvpn source"
 	@echo "make retree        throw build/openvpn away and recreate it (refuses unexported work)"
 
 deps:
@@ -70,6 +74,16 @@ demo: deps build baseline relay
 
 bench: deps build baseline relay
 	@testbed/bench.sh
+
+# distribution packages (slow; not part of make check)
+deb: deps
+	@scripts/deb.sh
+
+check-deb: relay
+	@tests/deb/t_packaged.sh; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+
+check-trixie: deps
+	@scripts/trixie-check.sh
 
 clean:
 	rm -rf build/obj build/bin build/check build/bench
