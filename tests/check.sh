@@ -80,7 +80,18 @@ step()
     timeout --kill-after=10 "$limit" bash -c '"$@"' step "$@" >"$log" 2>&1 </dev/null
     rc=$?
     [ $rc -eq 124 ] && echo "TIMEOUT after ${limit}s" >>"$log"
+    # TAP "ok N - ... # SKIP" lines pass the step but test nothing: counted
+    # and printed; in CI a failure
+    local tapskip
+    tapskip=$(grep -cE '^ok [0-9]+ .*# *SKIP' "$log")
+    if [ $rc -eq 0 ] && [ "$tapskip" -gt 0 ] && [ $in_ci = 1 ]; then
+        echo "check: CI=true: $tapskip check(s) reported 'ok ... # SKIP': a failure in CI" >>"$log"
+        rc=1
+    fi
     result "$name" $rc "$log" $(( $(date +%s) - t0 ))
+    if [ $rc -eq 0 ] && [ "$tapskip" -gt 0 ]; then
+        echo "     ($tapskip check(s) inside skipped: $(grep -m1 -E '^ok [0-9]+ .*# *SKIP' "$log" | sed 's/.*# *SKIP *//' | cut -c1-100))"
+    fi
     # a step that passed only thanks to an escape hatch says so
     if [ -s "$STEP_WARN" ]; then
         warned+=("$name")
@@ -182,7 +193,16 @@ expected_drivers()
 
 upstream_script()
 {
-    cd "$obj/tests" && top_srcdir=.. srcdir=. top_builddir=.. "./$1"
+    local out rc
+    out=$(mktemp)
+    (cd "$obj/tests" && top_srcdir=.. srcdir=. top_builddir=.. "./$1") 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    # upstream's scripts skip (77) without a "SKIP:" line: name their reason
+    if [ "$rc" = 77 ]; then
+        echo "SKIP: upstream $1 exited 77: $( (grep -iE 'skip' "$out" || tail -n 1 "$out") | tail -n 1 | cut -c1-120)"
+    fi
+    rm -f "$out"
+    return "$rc"
 }
 
 t_net()
