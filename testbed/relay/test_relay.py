@@ -534,12 +534,13 @@ def t_rebind_after(nafter, count, delay, back_to_back):
         c = Client(r.addr())
         if back_to_back:
             # several datagrams are queued in the relay when the rebind
-            # happens; 20 ms spacing gives the server's replies to the
-            # pre-rebind datagrams time to reach the old socket (a reply
-            # arriving after the rebind is lost, as with a real NAT).
+            # happens (delay > spacing); 100 ms spacing gives the server's
+            # replies to the pre-rebind datagrams time to reach the old
+            # socket even on a loaded machine (a reply arriving after the
+            # rebind is lost, as with a real NAT).
             for i in range(count):
                 c.send(pkt(i))
-                time.sleep(0.02)
+                time.sleep(0.1)
             got = c.drain(quiet=0.3)
             check([seq_of(x) for x in got] == list(range(count)),
                   "lost/reordered datagrams")
@@ -894,7 +895,7 @@ def main():
         run_test("rebind_sigusr1", t_rebind_signal)
         run_test("rebind_after_packets_1", t_rebind_after, 1, 3, 0, False)
         run_test("rebind_after_packets_3", t_rebind_after, 3, 5, 0, False)
-        run_test("rebind_after_packets_queued", t_rebind_after, 2, 6, 50, True)
+        run_test("rebind_after_packets_queued", t_rebind_after, 2, 6, 300, True)
         run_test("stable_port_20", t_stable_port)
         run_test("two_clients_distinct_ports", t_two_clients)
         run_test("log_format", t_log_format)
