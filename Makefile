@@ -6,7 +6,7 @@ WT  := build/openvpn
 
 .PHONY: all deps fetch tree retree export series-check check-commits build baseline \
         check test-only style relay demo bench clean distclean help \
-        deb check-deb check-trixie
+        deb check-deb check-trixie check-asan fuzz-long
 
 all: build
 
@@ -24,6 +24,8 @@ help:
 	@echo "make deb           Debian packages with the series in debian/patches (and stock, for lintian)"
 	@echo "make check-deb     e2e tests against the packaged openvpn (SKIP without make deb)"
 	@echo "make check-trixie  does the series apply to and build on Debian 13's openvpn source"
+	@echo "make check-asan    e2e tests against an ASan+UBSan build (build/bin/openvpn-asan)"
+	@echo "make fuzz-long     every fuzz target for FUZZ_RUNS (default 10 million) inputs"
 	@echo "make retree        throw build/openvpn away and recreate it (refuses unexported work)"
 
 deps:
@@ -84,6 +86,37 @@ check-deb: relay
 
 check-trixie: deps
 	@scripts/trixie-check.sh
+
+# the end-to-end tests against an ASan+UBSan build of the patched openvpn
+# (build/bin/openvpn-asan): any sanitizer report (per-process files in
+# build/check-asan/san/, leaks checked at exit) is a failure
+ASAN_DIR := $(TOP)/build/check-asan
+check-asan: deps tree baseline relay
+	@scripts/build.sh asan
+	@rm -rf $(ASAN_DIR); mkdir -p $(ASAN_DIR)/san; chmod 1777 $(ASAN_DIR)/san; \
+	export TB_BIN=$(TOP)/build/bin/openvpn-asan TB_ROOT=$(TOP)/build/testbed-asan \
+	    ASAN_OPTIONS=log_path=$(ASAN_DIR)/san/asan:detect_leaks=1:halt_on_error=1:abort_on_error=0 \
+	    LSAN_OPTIONS=log_path=$(ASAN_DIR)/san/lsan \
+	    UBSAN_OPTIONS=log_path=$(ASAN_DIR)/san/ubsan:halt_on_error=1:print_stacktrace=1; \
+	t0=$$(date +%s); fail=0; \
+	for t in tests/e2e/t_*.sh; do \
+	    n=$$(basename $$t .sh); t1=$$(date +%s); \
+	    timeout --kill-after=10 900 bash $$t >$(ASAN_DIR)/$$n.log 2>&1 </dev/null; rc=$$?; \
+	    case $$rc in 0) r=PASS;; 77) r=SKIP;; *) r=FAIL; fail=1;; esac; \
+	    echo "$$r e2e/$${n#t_} ($$(( $$(date +%s) - t1 )) s; $$(grep -c '^ok' $(ASAN_DIR)/$$n.log) ok, $$(grep -c '^not ok' $(ASAN_DIR)/$$n.log) not ok)"; \
+	    [ $$r = FAIL ] && grep -E '^not ok' $(ASAN_DIR)/$$n.log | head -5 | sed 's/^/    /'; \
+	done; \
+	reports=$$(find $(ASAN_DIR)/san -type f | sort); \
+	for f in $$reports; do echo "=== sanitizer report $$f"; head -60 $$f; done; \
+	[ -z "$$reports" ] || fail=1; \
+	echo "check-asan: $$(echo $$reports | wc -w) sanitizer report(s), $$(( $$(date +%s) - t0 )) s (logs in build/check-asan)"; \
+	exit $$fail
+
+# every libFuzzer target for FUZZ_RUNS inputs, one after the other, with a
+# corpus of its own (build/fuzz-long)
+FUZZ_RUNS ?= 10000000
+fuzz-long: build
+	@FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_OUT=$(TOP)/build/fuzz-long tests/fuzz/run.sh
 
 clean:
 	rm -rf build/obj build/bin build/check build/bench
