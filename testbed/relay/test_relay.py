@@ -30,13 +30,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 RELAY = os.environ.get("UDPRELAY", os.path.join(HERE, "udprelay"))
 SUITE_TIMEOUT = 120         # hard cap for the whole suite (normally ~20 s)
-# Timing checks: the configured delay is a hard floor (a relay that
-# forwards early is broken, whatever the load); the ceiling is the delay
-# plus SLACK_MS, which leaves room for a loaded 2-core machine (other
-# builds and tests running): what must not flake is the ceiling, not the
-# floor.  Medians are taken over at least 5 samples.
-SLACK_MS = 25.0
-LATE_AVG_US_MAX = 3000.0    # the relay's own average lateness
+# Timing checks: the configured delay is a hard floor for every sample (a
+# relay that forwards early is broken, whatever the load).  Load only ever
+# adds delay, so the ceiling applies to the fastest of >= 5 samples
+# (delay + SLACK_MS: still tells 140 ms from 180 ms, a delay applied
+# twice), and the median gets a wider one (MEDIAN_SLACK_MS).  Measured at
+# load 16 on 2 cores: min 162 / median 183 ms for 140 ms.
+SLACK_MS = 30.0
+MEDIAN_SLACK_MS = 4 * SLACK_MS
+LATE_AVG_US_MAX = 8000.0    # the relay's own average lateness (measured 3-4.3 ms at load 12 on 2 cores)
 SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 MAX_V4_PAYLOAD = 65507
 
@@ -334,6 +336,18 @@ def with_relay(upstream, *args, **kw):
 # tests
 
 
+def check_rtts(rtts, lo, hi):
+    """lo: the exact floor; hi: the ceiling for the fastest sample"""
+    med = statistics.median(rtts)
+    allv = " ".join("%.2f" % x for x in rtts)
+    check(min(rtts) >= lo, "a ping came back early: min %.3f < %g ms (all: %s)" %
+          (min(rtts), lo, allv))
+    check(min(rtts) <= hi, "fastest RTT %.3f ms > %g ms (all: %s)" % (min(rtts), hi, allv))
+    check(med <= lo + MEDIAN_SLACK_MS, "median RTT %.3f ms > %g ms (all: %s)" %
+          (med, lo + MEDIAN_SLACK_MS, allv))
+    return med
+
+
 def t_delay(args, lo, hi, n=10, log_check=None):
     r = with_relay(C.echo4.spec(), *args)
     try:
@@ -344,11 +358,7 @@ def t_delay(args, lo, hi, n=10, log_check=None):
             rtt, _ = c.ping(pkt(i), timeout=2.0)
             check(rtt is not None, "ping %d got no reply" % i)
             rtts.append(rtt)
-        med = statistics.median(rtts)
-        check(lo <= med <= hi, "median RTT %.3f ms not in [%g, %g] (all: %s)" %
-              (med, lo, hi, " ".join("%.2f" % x for x in rtts)))
-        check(min(rtts) >= lo, "a ping came back early: min %.3f < %g ms" %
-              (min(rtts), lo))
+        med = check_rtts(rtts, lo, hi)
         extra = ""
         if log_check:
             extra = " " + log_check(r)
@@ -373,9 +383,9 @@ def updown_gap(r, lo, hi):
     check(len(ups) == len(downs) and ups, "log has %d up / %d down lines" %
           (len(ups), len(downs)))
     gaps = [(d - u) * 1000 for u, d in zip(ups, downs)]
-    check(all(lo <= g <= hi for g in gaps),
-          "up->down gaps in log not in [%g, %g] ms: %s" %
-          (lo, hi, " ".join("%.2f" % g for g in gaps)))
+    allv = " ".join("%.2f" % g for g in gaps)
+    check(min(gaps) >= lo, "an up->down gap in the log is below %g ms: %s" % (lo, allv))
+    check(min(gaps) <= hi, "the smallest up->down gap in the log is above %g ms: %s" % (hi, allv))
     return "log up->down gap %.3f..%.3f ms" % (min(gaps), max(gaps))
 
 
@@ -656,11 +666,7 @@ def t_ipv6(listen, echo, lo=20.0, hi=20.0 + SLACK_MS):
             rtt, port = c.ping(pkt(i), timeout=2.0)
             check(rtt is not None, "no reply")
             rtts.append(rtt)
-        med = statistics.median(rtts)
-        check(lo <= med <= hi, "median RTT %.3f ms not in [%g,%g] (all: %s)" %
-              (med, lo, hi, " ".join("%.2f" % x for x in rtts)))
-        check(min(rtts) >= lo, "a ping came back early: min %.3f < %g ms" %
-              (min(rtts), lo))
+        med = check_rtts(rtts, lo, hi)
         up = r.fields("up")
         check(up and up[0][2] == c.name(), "log client addr %s != %s" %
               (up and up[0][2], c.name()))
@@ -882,10 +888,10 @@ def main():
         # tell 100 ms from 0 (directions swapped)
         run_test("delay_up100_down0", t_delay,
                  ["--delay-up", "100", "--delay-down", "0"], 100.0, 100.0 + SLACK_MS, 10,
-                 lambda r: updown_gap(r, 99.9, 100.0 + 4 * SLACK_MS))
+                 lambda r: updown_gap(r, 99.9, 100.0 + SLACK_MS))
         run_test("delay_down100_override", t_delay,
                  ["--delay", "40", "--delay-down", "100"], 140.0, 140.0 + SLACK_MS, 7)
-        run_test("delay_300", t_delay, ["--delay", "300"], 600.0, 600.0 + SLACK_MS, 5)
+        run_test("delay_300", t_delay, ["--delay", "300"], 600.0, 600.0 + SLACK_MS, 7)
         run_test("order_preserved", t_order)
         run_test("loss_30_seed", t_loss)
         run_test("loss_0", t_loss_zero)
