@@ -25,17 +25,27 @@ Sub-commands (each prints one line of key=value pairs unless noted):
       like probe_tool.py flood, with tls-crypt / tls-crypt-v2 wrapped
       probes (each its own session id and packet id).
 
-  fwd --listen A:P --upstream A:P --reply-from A:P --log FILE
+  fwd --listen A:P --upstream A:P --reply-from A:P|same --log FILE
       a UDP forwarder that sends the server's answers back from another
-      socket (--reply-from), i.e. from a source the client did not probe.
+      socket (--reply-from), i.e. from a source the client did not probe
+      ("same": from the listen socket, the positive control).
 
-  mgmt-accept --connect A:P --delay S --log FILE
-      management client: answers every >REMOTE: with "remote ACCEPT",
-      S seconds after the question arrived.
+  mgmt-accept --connect A:P --delay S --log FILE [--hold-release]
+      management client: (sends "hold release" first,) answers every
+      >REMOTE: with "remote ACCEPT", S seconds after the question arrived.
+
+  mgmt-cmd --connect A:P --cmd CMD
+      one management command; prints the answer lines up to END.
 
   tcp-one --target T --kind probe|reset [--timeout S]
       one plain probe / hard reset over TCP (2-byte length framing);
       reply=0|1 op= (closed=1 when the peer closed the connection).
+
+  third --target T [--wait S | --before S]
+      a plain probe, then, S s after its reply (or S s before the
+      advertised connect_lifetime runs out), the third packet of the
+      handshake (P_ACK_V1 acking the server's reset 0, remote session id
+      = the reply's cookie) from the same socket; lport= lifetime= age_ms=
 
   udp-seq --target T --kinds probe,reset,... [--timeout S]
       plain probe / reset from ONE socket, one after the other; one
@@ -380,7 +390,7 @@ def bound(spec):
 
 def cmd_fwd(a):
     lis = bound(a.listen)
-    rep = bound(a.reply_from)
+    rep = lis if a.reply_from == "same" else bound(a.reply_from)
     ufam, uhost, uport = parse_target(a.upstream)
     ups = {}       # client addr -> upstream socket
     back = {}      # upstream socket -> client addr
@@ -434,6 +444,9 @@ def cmd_mgmt_accept(a):
     buf = b""
     with open(a.log, "a", buffering=1) as log:
         log.write("%.6f connected\n" % time.time())
+        if a.hold_release:
+            s.sendall(b"hold release\n")
+            log.write("%.6f > hold release\n" % time.time())
         while time.monotonic() < end:
             try:
                 data = s.recv(4096)
@@ -453,6 +466,37 @@ def cmd_mgmt_accept(a):
                     s.sendall(b"remote ACCEPT\n")
                     log.write("%.6f > remote ACCEPT\n" % time.time())
     return 0
+
+
+def cmd_mgmt_cmd(a):
+    """one management command; prints its answer up to END, one line each"""
+    host, _, port = a.connect.rpartition(":")
+    assert host.startswith("127.") or host == "::1", "loopback only"
+    s = socket.create_connection((host, int(port)), timeout=2)
+    s.settimeout(0.2)
+    s.sendall(a.command.encode() + b"\n")
+    buf = b""
+    end = time.monotonic() + a.timeout
+    lines = []
+    while time.monotonic() < end:
+        try:
+            d = s.recv(4096)
+        except socket.timeout:
+            continue
+        if not d:
+            break
+        buf += d
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            line = line.decode(errors="replace").rstrip("\r")
+            if line.startswith(">"):
+                continue        # real-time notifications
+            lines.append(line)
+            if line == "END" or line.startswith("ERROR"):
+                print("\n".join(lines))
+                return 0
+    print("\n".join(lines))
+    return 1
 
 
 # ------------------------------------------------------------------ tcp / udp
@@ -494,6 +538,31 @@ def cmd_tcp_one(a):
             break
     print(kvline(res))
     return 0 if res["reply"] else 1
+
+
+def cmd_third(a):
+    """a plain probe, then (--wait s after its reply, or --before s before
+    the advertised lifetime runs out) the third packet of the three-way
+    handshake from the same socket: a P_ACK_V1 that acknowledges the
+    server's (phantom) reset 0 and names the reply's cookie"""
+    s = mksock(a.target)
+    sid = os.urandom(8)
+    s.send(build(sid, "valid"))
+    r, _, _ = select.select([s], [], [], 2)
+    rep = parse_reply(s.recv(4096)) if r else None
+    t_reply = time.monotonic()
+    res = {"lport": s.getsockname()[1], "reply": int(rep is not None)}
+    if rep is None or rep["sid"] != sid:
+        print(kvline(res))
+        return 1
+    res["lifetime"] = rep["lifetime"]
+    wait = a.wait if a.wait is not None else rep["lifetime"] - a.before
+    time.sleep(max(0.0, t_reply + wait - time.monotonic()))
+    ack = (bytes([5 << 3]) + sid + b"\x01" + struct.pack(">I", 0) + rep["cookie"])
+    s.send(ack)
+    res["age_ms"] = int((time.monotonic() - t_reply) * 1000)
+    print(kvline(res))
+    return 0
 
 
 def cmd_udp_seq(a):
@@ -564,19 +633,28 @@ def main(argv=None):
     p.add_argument("--connect", required=True)
     p.add_argument("--delay", type=float, required=True)
     p.add_argument("--log", required=True)
+    p.add_argument("--hold-release", action="store_true")
     p.add_argument("--max-seconds", type=float, default=60)
+    p = sub.add_parser("mgmt-cmd")
+    p.add_argument("--connect", required=True)
+    p.add_argument("--cmd", dest="command", required=True)
+    p.add_argument("--timeout", type=float, default=3)
     p = sub.add_parser("tcp-one")
     p.add_argument("--target", required=True)
     p.add_argument("--kind", choices=("probe", "reset"), default="probe")
     p.add_argument("--timeout", type=float, default=1.0)
+    p = sub.add_parser("third")
+    p.add_argument("--target", required=True)
+    p.add_argument("--wait", type=float, default=None)
+    p.add_argument("--before", type=float, default=0.2)
     p = sub.add_parser("udp-seq")
     p.add_argument("--target", required=True)
     p.add_argument("--kinds", required=True)
     p.add_argument("--timeout", type=float, default=1.0)
     a = ap.parse_args(argv)
     return {"sniff": cmd_sniff, "pids": cmd_pids, "wone": cmd_wone,
-            "wflood": cmd_wflood, "fwd": cmd_fwd, "mgmt-accept": cmd_mgmt_accept,
-            "tcp-one": cmd_tcp_one, "udp-seq": cmd_udp_seq}[a.cmd](a)
+            "wflood": cmd_wflood, "fwd": cmd_fwd, "mgmt-accept": cmd_mgmt_accept, "mgmt-cmd": cmd_mgmt_cmd,
+            "tcp-one": cmd_tcp_one, "udp-seq": cmd_udp_seq, "third": cmd_third}[a.cmd](a)
 
 
 if __name__ == "__main__":
