@@ -92,8 +92,9 @@ if ms=$(tb_wait_connected ca 30); then
         test "$(place_of "$l60")/$(place_of "$l20")/$(place_of "$l150")/$(place_of "$ldead")" = 1/2/3/4
     # (one sample each: the relay's RTT is an exact floor, the ceiling is
     # wide, the ranking checks above keep the three apart)
-    check "rtt of the 20 ms remote in [20, 90] ms ($(rtt_of "$l20"))" in_range "$(rtt_of "$l20")" 20 90
-    check "rtt of the 60 ms remote in [60, 140] ms ($(rtt_of "$l60"))" in_range "$(rtt_of "$l60")" 60 140
+    # (measured under load 15 on 2 cores: 67 / 70 / 199 ms)
+    check "rtt of the 20 ms remote in [20, 120] ms ($(rtt_of "$l20"))" in_range "$(rtt_of "$l20")" 20 120
+    check "rtt of the 60 ms remote in [60, 160] ms ($(rtt_of "$l60"))" in_range "$(rtt_of "$l60")" 60 160
     check "rtt of the 150 ms remote in [150, 250] ms ($(rtt_of "$l150"))" in_range "$(rtt_of "$l150")" 150 250
     check "priorities/weights as advertised (prio=10 weight=50 / prio=20 weight=50)" \
         like "$l60" "* prio=10 weight=50 *" "$l20" "* prio=20 weight=50 *" "$l150" "* prio=20 weight=50 *"
