@@ -10,7 +10,9 @@
 #       the HMAC for tls-auth, right after the session id for tls-crypt)
 #       carries a (time, id) that never repeats and never goes backwards,
 #       across remotes, resends, the probe -> handshake boundary and the
-#       restart ("global, not per connection");
+#       restart ("global, not per connection"); once more (tls-auth)
+#       against an unpatched server: probes, then a normal handshake;
+#       and (SPEC 3) the SIGUSR1 restart runs a second probe phase;
 #   (b) SPEC 5, compatibility side by side: without --server-probe, the
 #       patched and the unpatched client put the same control packets
 #       (opcode and length, in order) on the wire against the same
@@ -65,18 +67,25 @@ sniffer()
 # ------------------------------------------------------------------ (a)
 tb_log "(a) packet ids of probes, resends, handshakes and a restart"
 k=0
-for wrap in tls-auth tls-crypt tls-crypt-v2; do
+# WRAP:SERVER; with the unpatched server nothing answers the probes: a
+# normal handshake (opcode 7) follows them, to the first remote
+for spec in tls-auth:patched tls-crypt:patched tls-crypt-v2:patched tls-auth:unpatched; do
+    wrap=${spec%%:*} kind=${spec#*:}
     k=$((k + 1))
     S=$(tb_port $((10 * k))) R=$(tb_port $((10 * k + 1)))
     D1=$(tb_port $((10 * k + 2))) D2=$(tb_port $((10 * k + 3)))
     s=sa$k r=ra$k c=ca$k
-    tb_server "$s" "$S" --wrap "$wrap" -- --ping 1
+    sbin=$TB_BIN
+    [ "$kind" = unpatched ] && sbin=$TB_BASELINE
+    tb_server "$s" "$S" --bin "$sbin" --wrap "$wrap" -- --ping 1
     tb_relay "$r" "127.0.0.1:$R" "127.0.0.1:$S" --delay 5
     tb_relay "${r}d1" "127.0.0.1:$D1" "127.0.0.1:$S" --blackhole
     tb_relay "${r}d2" "127.0.0.1:$D2" "127.0.0.1:$S" --blackhole
     sniffer "sn$k" "$D1" "$D2" "$R"
-    tb_client "$c" --wrap "$wrap" -- --remote 127.0.0.1 "$D1" udp4 --remote 127.0.0.1 "$D2" udp4 \
-        --remote 127.0.0.1 "$R" udp4 --server-probe --ping 1 --connect-retry 1 1
+    remotes=(--remote 127.0.0.1 "$D1" udp4 --remote 127.0.0.1 "$D2" udp4 --remote 127.0.0.1 "$R" udp4)
+    [ "$kind" = unpatched ] &&
+        remotes=(--remote 127.0.0.1 "$R" udp4 --remote 127.0.0.1 "$D1" udp4 --remote 127.0.0.1 "$D2" udp4)
+    tb_client "$c" --wrap "$wrap" -- "${remotes[@]}" --server-probe --ping 1 --connect-retry 1 1
     why=""
     if ! wait_n_connected "$c" 1 30; then
         why="the client did not connect"
@@ -93,12 +102,15 @@ for wrap in tls-auth tls-crypt tls-crypt-v2; do
     nprobe_dead=$(awk -v d="127.0.0.1:$D1" '$3 == d' "$TB_DIR/sn$k.cap" | wc -l)
     phases=$(grep -c "addresses answered in" "$TB_DIR/$c.log")
     shortcut=$(grep -c "starting the handshake at its third packet" "$TB_DIR/$c.log")
-    what="$wrap: $(kv n "$res") wrapped control packets from $(kv sources "$res") client socket(s) to 3 remotes ($nprobe_dead probes to a dead one, $phases probe phases, $shortcut shortcut(s))"
+    nreset=$(awk '{ print substr($4, 1, 2) }' "$TB_DIR/sn$k.cap" | grep -ciE '^(38|50)$')
+    what="$wrap, $kind server: $(kv n "$res") wrapped control packets from $(kv sources "$res") client socket(s) to 3 remotes ($nprobe_dead probes to a dead one, $phases probe phases, $shortcut shortcut(s), $nreset hard reset(s))"
     if [ -n "$why" ]; then
         not_ok "$what: $why"
         tb_tail "$c"
-    elif [ "$nprobe_dead" -lt 2 ] || [ "$shortcut" -lt 1 ] || [ "$(kv n "$res")" -lt 12 ]; then
-        not_ok "$what: the capture does not cover resent probes, the shortcut and the handshakes"
+    elif [ "$nprobe_dead" -lt 2 ] || [ "$(kv n "$res")" -lt 12 ] ||
+         { [ "$kind" = patched ] && [ "$shortcut" -lt 1 ]; } ||
+         { [ "$kind" = unpatched ] && [ "$nreset" -lt 1 ]; }; then
+        not_ok "$what: the capture does not cover resent probes, the shortcut (patched) or a hard reset (unpatched) and the handshakes"
         grep "server-probe:" "$TB_DIR/$c.log" | sed 's/^/#   /'
     elif [ "$(kv repeats "$res")" = 0 ] && [ "$(kv backwards "$res")" = 0 ] && [ "$(kv insane_time "$res")" = 0 ]; then
         ok "$what: packet ids never repeat and never go backwards"
@@ -111,7 +123,7 @@ for wrap in tls-auth tls-crypt tls-crypt-v2; do
     # SPEC 3: "a probe phase runs ... after a connected session ends
     # (ping-restart, SIGUSR1, server restart)"; its probes are part of the
     # sequence above
-    if [ -z "$why" ]; then
+    if [ -z "$why" ] && [ "$k" = 1 ]; then
         check "$wrap: the SIGUSR1 restart ran a second probe phase ($phases phase(s) logged, $nprobe_dead probes to a dead remote in all)" \
             test "$phases" -ge 2 -a "$nprobe_dead" -ge 4
     fi
@@ -150,6 +162,10 @@ ctl_seq()
     awk -v d="$2" -v max="$3" '$2 == d && $4 != 9 && $4 != 6 && $4 != 5 { printf "%s%s/%s", sep, $4, $5; sep = " "; if (++n == max) exit }' \
         "$TB_DIR/$1.relay.log"
 }
+# the pushed "ifconfig 10.231.IDX.2" grows by a byte when tb_server's
+# server index goes from 9 to 10: start (b)'s servers at index 11, so that
+# all of them push addresses of the same length
+TB_NSERVERS=10
 # run_pair TAG SERVER_BIN CLIENT_BIN WRAP: one connection through a fresh
 # relay, sets SEQ_UP / SEQ_DOWN
 j=0
