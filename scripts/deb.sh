@@ -20,10 +20,10 @@
 # Output: build/deb/*.deb (patched), build/deb/stock/*.deb, logs, lintian
 # tags and a summary in build/deb/summary.txt.
 #
-# Options: --no-stock  build only the patched package (no lintian comparison)
-#          --keep      keep build/debsrc/ (default: kept anyway; removed by
-#                      the next run)
-# Environment: OOB_DEB_SUFFIX (default +oob1), DEB_JOBS (default 2).
+# Options: --no-stock     build only the patched package (no lintian comparison)
+#          --report-only  no build: check, lintian and summary of the last one
+# Environment: OOB_DEB_SUFFIX (default +oob1), DEB_JOBS (default 2),
+# DEBFULLNAME/DEBEMAIL (the changelog entry's author).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,11 +36,12 @@ jobs="${DEB_JOBS:-2}"
 out="$top/build/deb"
 work="$top/build/debsrc"
 stock=1
+report_only=0
 
 for a in "$@"; do
     case $a in
         --no-stock) stock=0 ;;
-        --keep) ;;
+        --report-only) report_only=1 ;;
         *) echo "deb: unknown argument '$a'" >&2; exit 2 ;;
     esac
 done
@@ -84,9 +85,17 @@ for p in "${patches[@]}"; do
     [ -f "$top/patches/$p" ] || die "patches/series lists $p, which is missing"
 done
 
-mkdir -p "$out"
-rm -rf "$out/logs"
 mkdir -p "$out/logs"
+if [ $report_only = 0 ]; then
+    # a fresh run's logs (with --no-stock, the stock build's are kept)
+    for f in "$out"/logs/*; do
+        [ -e "$f" ] || continue
+        case ${f##*/} in
+            stock*) [ $stock = 0 ] || rm -f "$f" ;;
+            *) rm -f "$f" ;;
+        esac
+    done
+fi
 
 # unpack FLAVOUR: fresh build/debsrc/FLAVOUR/openvpn-2.6.14
 unpack()
@@ -132,15 +141,15 @@ add_series()
     {
         echo "openvpn ($version) bookworm; urgency=medium"
         echo
-        echo "  * Local build with the oob-server-probe series (debian/patches/$pdir/,"
-        echo "    ${#patches[@]} patches): out-of-band server probing. New options"
-        echo "    --server-probe (client) and --server-probe-reply (server); no new"
-        echo "    dependency, no configuration change needed."
+        echo "  * Local build with the oob-server-probe series, ${#patches[@]} patches in"
+        echo "    debian/patches/$pdir/: out-of-band server probing. New"
+        echo "    options --server-probe (client) and --server-probe-reply (server);"
+        echo "    no new dependency, no configuration change needed."
         for p in "${patches[@]}"; do
             echo "    - $p"
         done
         echo
-        echo " -- oob-server-probe <oob-server-probe@localhost>  $date"
+        echo " -- ${DEBFULLNAME:-oob-server-probe packaging} <${DEBEMAIL:-oob-server-probe@example.org}>  $date"
         echo
         cat "$tree/debian/changelog"
     } >"$entry"
@@ -167,6 +176,7 @@ build()
         nice -n 10 dpkg-buildpackage -b -us -uc) >"$out/logs/$flavour-build.log" 2>&1 || rc=$?
     t1=$(date +%s)
     secs[$flavour]=$((t1 - t0))
+    echo "${secs[$flavour]}" >"$out/logs/$flavour.secs"
     if [ $rc -ne 0 ]; then
         tail -n 40 "$out/logs/$flavour-build.log" >&2
         die "$flavour: dpkg-buildpackage failed (rc $rc) after ${secs[$flavour]} s"
@@ -174,14 +184,16 @@ build()
     log "$flavour: built in ${secs[$flavour]} s"
 }
 
-# testsum FLAVOUR: dh_auto_test's automake summary, one line
+# testsum FLAVOUR: dh_auto_test's results (automake's per-test lines)
 testsum()
 {
     local l=$out/logs/$1-build.log
     grep -q "dh_auto_test" "$l" || { echo "dh_auto_test did not run"; return; }
-    awk '/^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):/ { printf "%s%s %s", sep, $2, $3; sep=", " }
-         END { print "" }' "$l" | sed 's/://g'
-    grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS): ' "$l" | tr '\n' ';' | sed 's/;$/\n/; s/;/; /g'
+    local p f sk
+    p=$(grep -cE '^PASS: ' "$l" || true)
+    f=$(grep -cE '^(FAIL|ERROR|XPASS): ' "$l" || true)
+    sk=$(grep -cE '^SKIP: ' "$l" || true)
+    echo "$p passed, $f failed, $sk skipped ($(grep -E '^(PASS|FAIL|SKIP|ERROR|XFAIL|XPASS): ' "$l" | tr '\n' ' ' | sed 's/ $//'))"
 }
 
 # collect FLAVOUR DIR DEST: move the build products
@@ -197,10 +209,9 @@ collect()
 lintian_tags()
 {
     local flavour=$1 changes=$2 rc=0
-    lintian --allow-root -I --show-overrides --no-tag-display-limit "$changes" \
+    lintian --allow-root -I --show-overrides --tag-display-limit 0 --fail-on none "$changes" \
         >"$out/lintian-$flavour.txt" 2>"$out/logs/lintian-$flavour.stderr" || rc=$?
-    # lintian exits 1 when it reports errors; >1 means it could not run
-    [ $rc -le 1 ] || { cat "$out/logs/lintian-$flavour.stderr" >&2; die "lintian failed (rc $rc)"; }
+    [ $rc -eq 0 ] || { cat "$out/logs/lintian-$flavour.stderr" >&2; die "lintian failed (rc $rc)"; }
 }
 
 # normalized error/warning tags (no versions, no file names): one per line
@@ -211,23 +222,35 @@ ew_tags()
 count() { grep -cE "^$2: " "$1" || true; }
 
 # ------------------------------------------------------------ run
-rm -rf "$work"
-if [ $stock = 1 ]; then
-    tree=$(unpack stock)
-    build stock "$tree"
-    collect stock "$work/stock" "$out/stock"
+if [ $report_only = 0 ]; then
+    rm -rf "$work"
+    if [ $stock = 1 ]; then
+        tree=$(unpack stock)
+        build stock "$tree"
+        collect stock "$work/stock" "$out/stock"
+    fi
+    tree=$(unpack patched)
+    add_series "$tree"
+    build patched "$tree"
+    collect patched "$work/patched" "$out"
+    if [ $stock = 0 ] && [ -f "$out/stock/openvpn_${base_version}_$(dpkg --print-architecture).changes" ]; then
+        log "comparing with the stock package of an earlier run (build/deb/stock/)"
+        stock=1
+        secs[stock]="$(cat "$out/logs/stock.secs" 2>/dev/null || echo "?") (earlier run)"
+    fi
+else
+    for f in patched stock; do
+        secs[$f]=$(cat "$out/logs/$f.secs" 2>/dev/null || echo "?")
+    done
+    [ -f "$out/stock/openvpn_${base_version}_$(dpkg --print-architecture).changes" ] || stock=0
 fi
-
-tree=$(unpack patched)
-add_series "$tree"
-build patched "$tree"
-collect patched "$work/patched" "$out"
 
 # the package must carry the series' binary: the new options are there
 tmp=$(mktemp -d)
 deb=$(ls "$out"/openvpn_"${version}"_*.deb)
 dpkg-deb -x "$deb" "$tmp"
-"$tmp/usr/sbin/openvpn" --help 2>/dev/null | grep -q -- '--server-probe-reply' ||
+help=$("$tmp/usr/sbin/openvpn" --help 2>&1 || true)
+grep -q -- '--server-probe-reply' <<<"$help" ||
     { rm -rf "$tmp"; die "$deb: its openvpn has no --server-probe-reply"; }
 rm -rf "$tmp"
 
@@ -238,14 +261,12 @@ fail=0
     echo "make deb: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
     echo "series: ${#patches[@]} patches from patches/series"
     echo "patched: openvpn $version, dpkg-buildpackage -b in ${secs[patched]} s"
-    echo "  dh_auto_test: $(testsum patched | head -n 1)"
-    echo "                $(testsum patched | sed -n 2p)"
+    echo "  dh_auto_test: $(testsum patched)"
     echo "  lintian: $(count "$out/lintian-patched.txt" E) errors, $(count "$out/lintian-patched.txt" W) warnings, $(count "$out/lintian-patched.txt" I) info"
     if [ $stock = 1 ]; then
         lintian_tags stock "$out/stock/openvpn_${base_version}_$(dpkg --print-architecture).changes"
         echo "stock: openvpn $base_version, dpkg-buildpackage -b in ${secs[stock]} s"
-        echo "  dh_auto_test: $(testsum stock | head -n 1)"
-        echo "                $(testsum stock | sed -n 2p)"
+        echo "  dh_auto_test: $(testsum stock)"
         echo "  lintian: $(count "$out/lintian-stock.txt" E) errors, $(count "$out/lintian-stock.txt" W) warnings, $(count "$out/lintian-stock.txt" I) info"
         new=$(comm -13 <(ew_tags "$out/lintian-stock.txt") <(ew_tags "$out/lintian-patched.txt"))
         gone=$(comm -23 <(ew_tags "$out/lintian-stock.txt") <(ew_tags "$out/lintian-patched.txt"))

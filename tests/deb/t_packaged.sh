@@ -60,27 +60,28 @@ failed=()
 # run NAME CMD...: one test, PASS/FAIL/SKIP with its TAP counts
 run()
 {
-    local name=$1 rc t0 t1 o no reason
+    local name=$1 rc t0 t1 o no reason lf
     shift
+    lf="$logs/${name//\//-}.log"
     t0=$(date +%s)
-    "$@" >"$logs/$name.log" 2>&1
+    "$@" >"$lf" 2>&1
     rc=$?
     t1=$(date +%s)
-    o=$(grep -cE '^ok [0-9]' "$logs/$name.log")
-    no=$(grep -cE '^not ok [0-9]' "$logs/$name.log")
+    o=$(grep -cE '^ok [0-9]' "$lf")
+    no=$(grep -cE '^not ok [0-9]' "$lf")
     oks=$((oks + o)); notoks=$((notoks + no))
     if [ $rc -eq 0 ] && [ "$no" -eq 0 ]; then
         pass=$((pass + 1))
         echo "PASS $name ($o ok, $((t1 - t0)) s)"
     elif [ $rc -eq 77 ]; then
         skip=$((skip + 1))
-        reason=$(grep -m1 '^SKIP' "$logs/$name.log" | cut -c1-160)
+        reason=$(grep -m1 '^SKIP' "$lf" | cut -c1-160)
         echo "SKIP $name: ${reason:-exit 77}"
     else
         fail=$((fail + 1))
         failed+=("$name")
-        echo "FAIL $name (rc $rc, $o ok, $no not ok, $((t1 - t0)) s; log ${logs#"$top"/}/$name.log)"
-        grep -E '^(not ok|FAIL)' "$logs/$name.log" | head -n 10 | sed 's/^/    /'
+        echo "FAIL $name (rc $rc, $o ok, $no not ok, $((t1 - t0)) s; log ${lf#"$top"/})"
+        grep -E '^(not ok|FAIL)' "$lf" | head -n 10 | sed 's/^/    /'
     fi
 }
 
