@@ -11,7 +11,7 @@ Sub-commands (each prints one line of key=value pairs unless noted):
       "<time> <src> <dst> <hex payload>".  Prints "listening" when ready.
 
   pids --capture FILE --wrap tls-auth|tls-crypt|tls-crypt-v2
-       [--hmac-len N] [--src ADDR:PORT,...]
+       [--hmac-len N (0: guess)] [--src ADDR:PORT,...]
       the replay packet ids (4-byte id, 4-byte time) of every wrapped
       control packet in a capture, in capture (= send) order; checks that
       no (time, id) repeats and none goes backwards (SPEC 1).  Prints
@@ -138,7 +138,29 @@ def pid_offset(wrap, hmac_len):
     raise SystemExit("spec_tools pids: wrap %s has no packet id" % wrap)
 
 
+def guess_hmac_len(capture):
+    """tls-auth: the HMAC length (20 SHA1 ... 64 SHA512) for which every
+    control packet's packet-id time is within an hour of now"""
+    datas = []
+    with open(capture) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 4:
+                d = bytes.fromhex(parts[3])
+                if d and (d[0] >> 3) not in DATA_OPS:
+                    datas.append(d)
+    now = time.time()
+    for h in (20, 32, 28, 48, 64):
+        if datas and all(len(d) >= 9 + h + 8 and
+                         abs(struct.unpack_from(">I", d, 9 + h + 4)[0] - now) < 3600
+                         for d in datas):
+            return h
+    return 20
+
+
 def cmd_pids(a):
+    if a.wrap == "tls-auth" and a.hmac_len == 0:
+        a.hmac_len = guess_hmac_len(a.capture)
     off = pid_offset(a.wrap, a.hmac_len)
     srcs = set(x for x in (a.src or "").split(",") if x)
     seq = []
@@ -180,7 +202,8 @@ def cmd_pids(a):
             prev = key
         print("# %3d %.3f %s -> %s op=%d len=%d id=%d time=%d%s"
               % (i + 1, t, src, dst, op, ln, pid, ptime, mark))
-    print(kvline({"n": len(seq), "repeats": repeats, "backwards": backwards,
+    print(kvline({"n": len(seq), "hmac_len": a.hmac_len if a.wrap == "tls-auth" else "-",
+                  "repeats": repeats, "backwards": backwards,
                   "insane_time": insane, "first_bad": first_bad,
                   "sources": len(set(x[1] for x in seq)),
                   "destinations": len(set(x[2] for x in seq))}))
@@ -607,7 +630,7 @@ def main(argv=None):
     p = sub.add_parser("pids")
     p.add_argument("--capture", required=True)
     p.add_argument("--wrap", required=True)
-    p.add_argument("--hmac-len", type=int, default=20)
+    p.add_argument("--hmac-len", type=int, default=0)
     p.add_argument("--src", default="")
     p = sub.add_parser("wone")
     p.add_argument("--target", required=True)
