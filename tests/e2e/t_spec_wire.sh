@@ -18,11 +18,11 @@
 #       (opcode and length, in order) on the wire against the same
 #       server; and the same (unpatched) client gets the same control
 #       packets from a patched server that gets no probes as from an
-#       unpatched one (tls-auth, RSA keys: fixed-length signatures; pure
-#       ACKs left out, see ctl_seq).  Each comparison is
-#       first made between two runs of the same binary (the reference),
-#       so that a difference can only come from the series.
-# Exit 0 pass, 1 fail, 77 skip. Takes about 60 s.
+#       unpatched one (tls-auth and tls-crypt-v2; RSA keys for
+#       fixed-length signatures; pure ACKs left out, see ctl_seq).  Each
+#       comparison is first made between two runs of the same binary (the
+#       reference), so that a difference can only come from the series.
+# Exit 0 pass, 1 fail, 77 skip. Takes about 100 s.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2034  # read by lib.sh (tb_port)
@@ -190,8 +190,7 @@ run_pair()
     echo "# $tag wrap=$wrap: up [$SEQ_UP] down [$SEQ_DOWN]"
     tb_stop "$c"; tb_stop "$r"; tb_stop "$s"
 }
-# shellcheck disable=SC2043  # one wrap mode today; more are a word away
-for wrap in tls-auth; do
+for wrap in tls-auth tls-crypt-v2; do
     # clients against the same (patched) server binary
     run_pair "baseline client -> patched server (ref 1)" "$TB_BIN" "$TB_BASELINE" "$wrap"; b1=$SEQ_UP
     run_pair "baseline client -> patched server (ref 2)" "$TB_BIN" "$TB_BASELINE" "$wrap"; b2=$SEQ_UP
