@@ -22,9 +22,10 @@
 #      the bound port;
 #   6. timing at 100 ms one way, 5 interleaved connects of each kind: no
 #      connect is faster than two round trips (400 ms: the relay delay is a
-#      hard floor); the median with the shortcut must not exceed the median
-#      without --server-probe + 150 ms, and must beat probing without the
-#      shortcut (--lport) by >= 100 ms (one RTT is 200 ms).
+#      hard floor); the fastest with the shortcut must not exceed the fastest
+#      without --server-probe + 150 ms, and must beat the fastest probing
+#      without the shortcut (--lport) by >= 100 ms (one RTT is 200 ms);
+#      load only adds time, so the fastest of 5 is the stable figure.
 # Exit 0 pass, 1 fail, 77 skip. Takes about 30 s (waits capped at 210 s).
 set -u
 : "${TB_PORT_BASE:=25000}"
@@ -340,9 +341,14 @@ for ((i = 1; i <= NRUNS; i++)); do
     tb_stop "c6l$i"
 done
 median() { printf '%s\n' "$@" | sort -n | sed -n "$(( ($# + 1) / 2 ))p"; }
+fastest() { printf '%s\n' "$@" | sort -n | head -n 1; }
 m_sc="" m_np="" m_lp=""
 if [ ${#T_SC[@]} -eq $NRUNS ] && [ ${#T_NP[@]} -eq $NRUNS ] && [ ${#T_LP[@]} -eq $NRUNS ]; then
     m_sc=$(median "${T_SC[@]}") m_np=$(median "${T_NP[@]}") m_lp=$(median "${T_LP[@]}")
+    # load only ever adds time: the comparisons use the fastest of each
+    # kind (medians are printed; measured under load 13: medians 1283 /
+    # 1367 / 1509 ms, fastest 1046 / 1218 / 1437 ms)
+    f_sc=$(fastest "${T_SC[@]}") f_np=$(fastest "${T_NP[@]}") f_lp=$(fastest "${T_LP[@]}")
     for x in "${T_SC[@]}" "${T_NP[@]}" "${T_LP[@]}"; do
         [ "$x" -lt 400 ] && why="${why}a connect took $x ms < 2 RTTs (400 ms) through a 100 ms relay; "
     done
@@ -350,14 +356,14 @@ fi
 tb_log "connect ms at 100 ms one way (RTT 200 ms): shortcut ${T_SC[*]:-} (median ${m_sc:-?});" \
     "no probe ${T_NP[*]:-} (median ${m_np:-?}); probe without shortcut (--lport) ${T_LP[*]:-} (median ${m_lp:-?})"
 if [ -z "$why" ] && [ -n "$m_sc" ]; then
-    if [ "$m_sc" -gt $((m_np + 150)) ]; then
-        why="shortcut median $m_sc ms > no-probe median $m_np ms + 150 ms"
-    elif [ "$m_sc" -gt $((m_lp - 100)) ]; then
-        why="shortcut median $m_sc ms saves less than 100 ms against probing without it ($m_lp ms)"
+    if [ "$f_sc" -gt $((f_np + 150)) ]; then
+        why="fastest shortcut connect $f_sc ms > fastest without probing $f_np ms + 150 ms"
+    elif [ "$f_sc" -gt $((f_lp - 100)) ]; then
+        why="fastest shortcut connect $f_sc ms saves less than 100 ms against the fastest probing without it ($f_lp ms)"
     fi
 fi
 if [ -z "$why" ]; then
-    ok "timing: shortcut median ${m_sc} ms <= no-probe ${m_np} ms + 150; probe without shortcut ${m_lp} ms (saves $((m_lp - m_sc)) ms)"
+    ok "timing (fastest of $NRUNS): shortcut ${f_sc} ms <= no-probe ${f_np} ms + 150; probe without shortcut ${f_lp} ms (saves $((f_lp - f_sc)) ms; medians $m_sc / $m_np / $m_lp)"
 else
     not_ok "timing: $why"
     for x in c6s1 c6n1 c6l1; do grep -F "server-probe:" "$TB_DIR/$x.log" 2>/dev/null | sed "s/^/#   $x | /"; done
