@@ -20,12 +20,12 @@
 #   4. unpatched server: no probe reply, no shortcut, normal handshake;
 #   5. --lport (the connection binds): no shortcut, normal handshake from
 #      the bound port;
-#   6. timing at 100 ms one way, 5 interleaved connects of each kind: no
+#   6. timing at 100 ms one way, 7 interleaved connects of each kind: no
 #      connect is faster than two round trips (400 ms: the relay delay is a
 #      hard floor); the fastest with the shortcut must not exceed the fastest
 #      without --server-probe + 150 ms, and must beat the fastest probing
 #      without the shortcut (--lport) by >= 100 ms (one RTT is 200 ms);
-#      load only adds time, so the fastest of 5 is the stable figure.
+#      load only adds time, so the fastest of 7 is the stable figure.
 # Exit 0 pass, 1 fail, 77 skip. Takes about 30 s (waits capped at 210 s).
 set -u
 : "${TB_PORT_BASE:=25000}"
@@ -316,7 +316,7 @@ tb_server "$s" "$(tb_port 601)" -- --ping 1
 tb_relay "$r" "127.0.0.1:$(tb_port 602)" "127.0.0.1:$(tb_port 601)" --delay 100
 remote=(--remote 127.0.0.1 "$(tb_port 602)" udp4)
 T_SC=() T_NP=() T_LP=() why=""
-NRUNS=5
+NRUNS=7
 for ((i = 1; i <= NRUNS; i++)); do
     # interleaved, so that any drift of the machine hits all three alike
     tb_client "c6s$i" -- "${remote[@]}" --server-probe
