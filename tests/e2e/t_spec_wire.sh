@@ -22,7 +22,7 @@
 #       fixed-length signatures; pure ACKs left out, see ctl_seq).  Each
 #       comparison is first made between two runs of the same binary (the
 #       reference), so that a difference can only come from the series.
-# Exit 0 pass, 1 fail, 77 skip. Takes about 100 s.
+# Exit 0 pass, 1 fail, 77 skip. Takes about 80 s.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2034  # read by lib.sh (tb_port)
@@ -90,10 +90,10 @@ for spec in tls-auth:patched tls-crypt:patched tls-crypt-v2:patched tls-auth:unp
     if ! wait_n_connected "$c" 1 30; then
         why="the client did not connect"
     else
-        sleep 1.5        # the push reply, acks and a ping
+        sleep 1          # the push reply, acks and a ping
         kill -USR1 "$(tb_pid "$c")"
         wait_n_connected "$c" 2 30 || why="the client did not reconnect after SIGUSR1"
-        sleep 1
+        sleep 0.5
     fi
     tb_stop "sn$k"
     out=$("${ST[@]}" pids --capture "$TB_DIR/sn$k.cap" --wrap "$wrap" 2>&1)
@@ -182,7 +182,7 @@ run_pair()
     # shellcheck disable=SC2046
     tb_client "$c" --bin "$cbin" --wrap "$wrap" -- --remote 127.0.0.1 "$rport" udp4 --ping 1 $(rsa_args client)
     if tb_wait_connected "$c" 30 >/dev/null; then
-        sleep 1
+        sleep 0.3       # the last ACKs; the push reply came before the connection
         SEQ_UP=$(ctl_seq "$r" up 5) SEQ_DOWN=$(ctl_seq "$r" down 6)
     else
         tb_tail "$c" "$s"
