@@ -37,6 +37,7 @@ out="$top/build/deb"
 work="$top/build/debsrc"
 stock=1
 report_only=0
+stock_note=""
 
 for a in "$@"; do
     case $a in
@@ -236,7 +237,8 @@ if [ $report_only = 0 ]; then
     if [ $stock = 0 ] && [ -f "$out/stock/openvpn_${base_version}_$(dpkg --print-architecture).changes" ]; then
         log "comparing with the stock package of an earlier run (build/deb/stock/)"
         stock=1
-        secs[stock]="$(cat "$out/logs/stock.secs" 2>/dev/null || echo "?") (earlier run)"
+        secs[stock]="$(cat "$out/logs/stock.secs" 2>/dev/null || echo "?")"
+        stock_note=" (earlier run)"
     fi
 else
     for f in patched stock; do
@@ -265,7 +267,7 @@ fail=0
     echo "  lintian: $(count "$out/lintian-patched.txt" E) errors, $(count "$out/lintian-patched.txt" W) warnings, $(count "$out/lintian-patched.txt" I) info"
     if [ $stock = 1 ]; then
         lintian_tags stock "$out/stock/openvpn_${base_version}_$(dpkg --print-architecture).changes"
-        echo "stock: openvpn $base_version, dpkg-buildpackage -b in ${secs[stock]} s"
+        echo "stock: openvpn $base_version, dpkg-buildpackage -b in ${secs[stock]} s$stock_note"
         echo "  dh_auto_test: $(testsum stock)"
         echo "  lintian: $(count "$out/lintian-stock.txt" E) errors, $(count "$out/lintian-stock.txt" W) warnings, $(count "$out/lintian-stock.txt" I) info"
         new=$(comm -13 <(ew_tags "$out/lintian-stock.txt") <(ew_tags "$out/lintian-patched.txt"))
