@@ -12,6 +12,7 @@
 #     openvpn-client@ units' command lines, without systemd.
 # Prints PASS/FAIL/SKIP per test with its ok/not ok counts and a summary
 # line; logs in build/deb/check/. Exit 0 pass, 1 fail, 77 skip (no .deb).
+#   tests/deb/t_packaged.sh [-k PATTERN]   only the tests whose name matches
 #   DEB_DIR      where the .debs are (default build/deb)
 #   TB_BASELINE  the unpatched openvpn (see above)
 set -u
@@ -19,6 +20,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 deb_dir="${DEB_DIR:-$top/build/deb}"
 export TB_ROOT="${TB_ROOT:-$top/build/deb/testbed}"
 logs="$top/build/deb/check"
+filter=""
+[ "${1:-}" = "-k" ] && filter=${2:-}
 
 deb=$(ls "$deb_dir"/openvpn_*+oob*_*.deb 2>/dev/null | sort -V | tail -n 1)
 if [ -z "$deb" ]; then
@@ -62,6 +65,7 @@ run()
 {
     local name=$1 rc t0 t1 o no reason lf
     shift
+    [ -z "$filter" ] || [[ $name == *$filter* ]] || return 0
     lf="$logs/${name//\//-}.log"
     t0=$(date +%s)
     "$@" >"$lf" 2>&1
