@@ -12,6 +12,15 @@
 #      reply; N crafted packets from testbed/pktgen.py at a server with
 #      --connect-freq-initial 1000000 1) and the server's VmRSS before and
 #      after 100000 probes.
+#  (d) failover: a closed port (ICMP port unreachable) before a 20 ms
+#      server, against a blackhole: probe phase and connect time; and the
+#      reconnect case: servers A (20 ms, prio 10), B (60 ms, prio 20), C
+#      (150 ms, prio 30), clients with --keepalive 1 4 connected to A; A
+#      and B are stopped at the same moment; time from the kill to
+#      "Initialization Sequence Completed" on C, for the patched client
+#      (probes again after the ping-restart), the first version of the
+#      series (BENCH_V1_BIN, if built: probes only once) and unpatched
+#      2.6.14.
 # Rows that need a feature the binary lacks print "n/a (feature not present)".
 # Results: a markdown table in build/bench/results.md (printed too).
 #
@@ -254,6 +263,83 @@ RSSR_BEFORE=$(kv rss_kb_before "$line") RSSR_AFTER=$(kv rss_kb_after "$line")
 RSSR_REPLIES=$(kv valid "$line" 0)
 tb_stop cs_rss_reset
 
+# ---- (d) failover
+V1_BIN=${BENCH_V1_BIN:-$TB_TOP/build/bin/openvpn-v1}
+declare -A D_MS=()
+D_CLOSED=$(tb_port 40) D_BH_SP=$(tb_port 41) D_BH=$(tb_port 42) D_20_SP=$(tb_port 43) D_20=$(tb_port 44)
+tb_server ds20 "$D_20_SP"
+tb_relay dr20 "127.0.0.1:$D_20" "127.0.0.1:$D_20_SP" --delay 10
+tb_relay drbh "127.0.0.1:$D_BH" "127.0.0.1:$D_20_SP" --blackhole
+# phase_of CLIENT: the probe phase length in ms, from its summary line
+phase_of() { grep -F "addresses answered in" "$TB_DIR/$1.log" 2>/dev/null | head -n1 | sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p'; }
+D_PH_REF=() D_PH_BH=()
+if [ $have_probe = 1 ]; then
+    say "(d) refused: [closed port, 20 ms] and [blackhole, 20 ms], --server-probe ($RUNS runs each)"
+    for ((r = 1; r <= RUNS; r++)); do
+        connect_runs "d_ref$r" 1 $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$D_CLOSED" udp4 --remote 127.0.0.1 "$D_20" udp4 --server-probe
+        D_MS[ref]+=" $RUNS_OUT"; D_PH_REF+=("$(phase_of "d_ref${r}_1")")
+        connect_runs "d_bh$r" 1 $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$D_BH" udp4 --remote 127.0.0.1 "$D_20" udp4 --server-probe
+        D_MS[bh]+=" $RUNS_OUT"; D_PH_BH+=("$(phase_of "d_bh${r}_1")")
+    done
+fi
+say "(d) refused: [closed port, 20 ms], baseline (1 run)"
+connect_runs d_refbase 1 $SLOW_TIMEOUT --bin "$TB_BASELINE" -- --remote 127.0.0.1 "$D_CLOSED" udp4 --remote 127.0.0.1 "$D_20" udp4
+D_MS[refbase]=$RUNS_OUT
+
+# reconnect: one A/B/C triple per client kind, all killed at once
+D_KINDS=(patched baseline)
+[ -x "$V1_BIN" ] && D_KINDS=(patched v1 baseline)
+k=0
+for kind in "${D_KINDS[@]}"; do
+    case $kind in
+        patched) bin=$TB_BIN; extra=(--server-probe) ;;
+        v1) bin=$V1_BIN; extra=(--server-probe) ;;
+        baseline) bin=$TB_BASELINE; extra=() ;;
+    esac
+    [ $have_probe = 0 ] && [ "$kind" != baseline ] && continue
+    remotes=()
+    for i in 0 1 2; do
+        sp=$(tb_port $((50 + 10 * k + i))) rp=$(tb_port $((55 + 10 * k + i)))
+        tb_server "dsv_${kind}_$i" "$sp" -- --server-probe-reply 0 50 $((10 * (i + 1))) --keepalive 1 4
+        tb_relay "drv_${kind}_$i" "127.0.0.1:$rp" "127.0.0.1:$sp" --delay "$(echo "10 30 75" | cut -d' ' -f$((i + 1)))"
+        remotes+=(--remote 127.0.0.1 "$rp" udp4)
+    done
+    eval "D_C_$kind=127.0.0.1:$(tb_port $((55 + 10 * k + 2)))"
+    tb_client "dc_$kind" --bin "$bin" -- "${remotes[@]}" "${extra[@]}" --keepalive 1 4
+    k=$((k + 1))
+done
+for kind in "${D_KINDS[@]}"; do
+    [ $have_probe = 0 ] && [ "$kind" != baseline ] && continue
+    tb_wait_connected "dc_$kind" $FAST_TIMEOUT >/dev/null 2>>"$TB_DIR/failures.log"
+done
+sleep 2
+say "(d) reconnect: stopping A and B of every triple"
+D_KILL_NS=$(date +%s%N)
+for kind in "${D_KINDS[@]}"; do
+    for i in 0 1; do kill -TERM "$(tb_pid "dsv_${kind}_$i")" 2>/dev/null; done
+done
+for kind in "${D_KINDS[@]}"; do
+    for i in 0 1; do tb_stop "dsv_${kind}_$i"; done
+done
+for ((w = 0; w < SLOW_TIMEOUT * 10; w++)); do
+    done_all=1
+    for kind in "${D_KINDS[@]}"; do
+        [ $have_probe = 0 ] && [ "$kind" != baseline ] && continue
+        [ "$(grep -cF 'Initialization Sequence Completed' "$TB_DIR/dc_$kind.log" 2>/dev/null)" -ge 2 ] || done_all=0
+    done
+    [ $done_all = 1 ] && break
+    sleep 0.1
+done
+for kind in "${D_KINDS[@]}"; do
+    line=$(grep -F 'Initialization Sequence Completed' "$TB_DIR/dc_$kind.log" 2>/dev/null | sed -n 2p)
+    ns=$(tb__logtime_ns "$line")
+    if [ -n "$ns" ]; then
+        D_MS[re_$kind]=$(( (ns - D_KILL_NS) / 1000000 ))
+        D_MS[re_${kind}_on]=$(grep -F 'Peer Connection Initiated' "$TB_DIR/dc_$kind.log" | tail -n1 | sed -n 's/.*\[AF_INET\]\([0-9.:]*\).*/\1/p')
+    fi
+    tb_stop "dc_$kind"
+done
+
 # ---- (a) collect the slow runs
 say "(a) waiting for the dead-first clients (bounded ${SLOW_TIMEOUT}s from their start)"
 A_BASE=() A_NOPROBE=()
@@ -373,6 +459,27 @@ rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo
         echo "| $RSS_N probes (patched) | n/a (no reply: feature not present) | n/a | 0 |"
     fi
     echo "| $RSS_N resets (patched, reference) | $RSSR_BEFORE | $RSSR_AFTER | $RSSR_REPLIES/$RSS_N |"
+    echo
+    echo "## (d) failover"
+    echo
+    echo "| remotes | client | probe phase, ms | time to connect, ms |"
+    echo "|---|---|---|---|"
+    if [ $have_probe = 1 ]; then
+        echo "| closed port (ICMP), 20 ms | patched, --server-probe | $(fmt_ms "${D_PH_REF[*]}") | $(fmt_ms "${D_MS[ref]}") |"
+        echo "| blackhole, 20 ms | patched, --server-probe | $(fmt_ms "${D_PH_BH[*]}") | $(fmt_ms "${D_MS[bh]}") |"
+    fi
+    echo "| closed port (ICMP), 20 ms | baseline 2.6.14 | - | $(fmt_ms "${D_MS[refbase]}") |"
+    echo
+    echo "| reconnect: A (20 ms) and B (60 ms) die, C (150 ms) alive; --keepalive 1 4 | kill -> connected, ms | ended on | vs baseline |"
+    echo "|---|---|---|---|"
+    for kind in "${D_KINDS[@]}"; do
+        case $kind in
+            patched) label="patched, --server-probe (probes again after the ping-restart)" ;;
+            v1) label="first version of the series, --server-probe (probes once)" ;;
+            baseline) label="baseline 2.6.14" ;;
+        esac
+        echo "| $label | ${D_MS[re_$kind]:-failed} | ${D_MS[re_${kind}_on]:-?} | $(ratio "${D_MS[re_baseline]:-}" "${D_MS[re_$kind]:-}") faster |"
+    done
     echo
     echo "Slow (a) runs went on in parallel with the other rows (they wait for a 60 s timer)."
     echo "Logs: \`${TB_DIR#"$TB_TOP"/}/\`."
