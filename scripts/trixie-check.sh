@@ -22,6 +22,7 @@
 #      (TRIXIE_DEB=0 skips this step).
 # Results: build/trixie/summary.txt; logs in build/trixie/logs/.
 # Exit 0 when the series applies unchanged and the build and tests pass.
+# --package-only: only step 4, on the tree of an earlier run.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,10 +56,14 @@ apt_install()
 apt_install build-essential dpkg-dev fakeroot quilt debhelper autoconf automake \
     libtool pkg-config libcmocka-dev debian-archive-keyring ca-certificates
 
+sum() { echo "$*" | tee -a "$dir/summary.txt"; }
+pdir=oob-server-probe
+
+prepare()
+{
 rm -rf "$dir"
 mkdir -p "$dir/src" "$logs"
 : >"$dir/summary.txt"
-sum() { echo "$*" | tee -a "$dir/summary.txt"; }
 
 # ------------------------------------------------------------ 1. source
 mkdir -p "$apt/etc/sources.list.d" "$apt/etc/preferences.d" "$apt/lists/partial" \
@@ -169,7 +174,8 @@ all_t=$(grep -E "$res" "$logs/make.log" | sed 's/: /:/' | tr '\n' ' ')
 has_oob=no
 grep -qE '^PASS: .*oob' "$logs/make.log" && has_oob=yes
 if [ $rc -eq 0 ]; then
-    "$obj/src/openvpn/openvpn" --help 2>/dev/null | grep -q -- '--server-probe-reply' ||
+    help=$("$obj/src/openvpn/openvpn" --help 2>&1 || true)
+    grep -q -- '--server-probe-reply' <<<"$help" ||
         die "the trixie build has no --server-probe-reply"
     sum "configure/make/make check: OK in $((t1 - t0)) s; $passed tests passed (the series' oob unit test among them: $has_oob), none failed; skipped: ${skipped:-none}"
     sum "  tests: $all_t"
@@ -179,19 +185,34 @@ else
     die "configure/make on trixie sources failed (logs/make.log)"
 fi
 
+}
+
+if [ "${1:-}" = --package-only ]; then
+    # step 4 only, on the tree an earlier run prepared (and its summary)
+    tree=$(ls -d "$dir"/openvpn-*/ 2>/dev/null | head -n 1)
+    tree=${tree%/}
+    [ -n "$tree" ] && [ -d "$tree/.pc" ] || die "no prepared tree in build/trixie (run without --package-only)"
+    version=$(cd "$tree" && dpkg-parsechangelog -S Version)
+    version=${version%"$suffix"}
+else
+    prepare
+fi
+
 # ------------------------------------------------------------ 4. package build
 [ "${TRIXIE_DEB:-1}" = 0 ] && { sum "package build: skipped (TRIXIE_DEB=0)"; exit 0; }
 # a changelog entry with the local version, as for make deb
-{
-    echo "openvpn (${version}${suffix}) trixie; urgency=medium"
-    echo
-    echo "  * Local build with the oob-server-probe series (debian/patches/$pdir/)."
-    echo
-    echo " -- oob-server-probe <oob-server-probe@localhost>  $(date -R)"
-    echo
-    cat "$tree/debian/changelog"
-} >"$tree/debian/changelog.new"
-mv "$tree/debian/changelog.new" "$tree/debian/changelog"
+if ! grep -q "^openvpn (${version}${suffix})" "$tree/debian/changelog"; then
+    {
+        echo "openvpn (${version}${suffix}) trixie; urgency=medium"
+        echo
+        echo "  * Local build with the oob-server-probe series (debian/patches/$pdir/)."
+        echo
+        echo " -- ${DEBFULLNAME:-oob-server-probe packaging} <${DEBEMAIL:-oob-server-probe@example.org}>  $(date -R)"
+        echo
+        cat "$tree/debian/changelog"
+    } >"$tree/debian/changelog.new"
+    mv "$tree/debian/changelog.new" "$tree/debian/changelog"
+fi
 
 unmet=$(cd "$tree" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p')
 missing_pkgs=()
