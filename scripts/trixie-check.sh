@@ -214,7 +214,7 @@ if ! grep -q "^openvpn (${version}${suffix})" "$tree/debian/changelog"; then
     mv "$tree/debian/changelog.new" "$tree/debian/changelog"
 fi
 
-unmet=$(cd "$tree" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p')
+unmet=$( (cd "$tree" && dpkg-checkbuilddeps 2>&1 || true) | sed -n 's/.*Unmet build dependencies: //p')
 missing_pkgs=()
 nonexistent=()
 for dep in $(sed -E 's/\([^)]*\)//g; s/\[[^]]*\]//g; s/\|/ /g' <<<"$unmet"); do
@@ -225,7 +225,7 @@ for dep in $(sed -E 's/\([^)]*\)//g; s/\[[^]]*\]//g; s/\|/ /g' <<<"$unmet"); do
     fi
 done
 [ ${#missing_pkgs[@]} -eq 0 ] || apt_install "${missing_pkgs[@]}"
-unmet=$(cd "$tree" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p')
+unmet=$( (cd "$tree" && dpkg-checkbuilddeps 2>&1 || true) | sed -n 's/.*Unmet build dependencies: //p')
 dflag=()
 if [ -n "$unmet" ]; then
     sum "package build: build dependencies bookworm cannot satisfy: $unmet (not in bookworm: ${nonexistent[*]:-none}); building with dpkg-buildpackage -d"
