@@ -28,18 +28,14 @@ case "$which" in
         # the work tree as it is (uncommitted edits included); -u keeps
         # files that autoreconf regenerated in the copy
         mkdir -p "$src"
-        if [ "$which" = patched ]; then
-            rsync -a -u --exclude=/.git "$wt/" "$src/"
-            out="$top/build/bin/openvpn"
-        else
-            # rsync keeps the work tree's mtimes: a source edited while an
-            # earlier build ran can arrive older than the objects built from
-            # its previous content, and make would not rebuild them; give
-            # every updated source and header the time it arrived here
-            rsync -a -u --exclude=/.git --out-format='%n' "$wt/" "$src/" |
-                { grep -E '\.[ch]$' || true; } | (cd "$src" && xargs -r -d '\n' touch --)
-            out="$top/build/bin/openvpn-asan"
-        fi
+        # rsync keeps the work tree's mtimes: a source edited while an
+        # earlier build ran can arrive older than the objects built from
+        # its previous content, and make would not rebuild them; give
+        # every updated source and header the time it arrived here
+        rsync -a -u --exclude=/.git --out-format='%n' "$wt/" "$src/" |
+            { grep -E '\.[ch]$' || true; } | (cd "$src" && xargs -r -d '\n' touch --)
+        out="$top/build/bin/openvpn"
+        [ "$which" = asan ] && out="$top/build/bin/openvpn-asan"
         ;;
     baseline)
         rev=$(git -C "$wt" rev-parse upstream)
