@@ -16,7 +16,10 @@
 #   (c) every remote failed: remotes [a server that answers probes but
 #       fails the TLS handshake (wrong CA), a good server with a worse
 #       priority]: the client tries the first, then the second, in one
-#       pass, and is not trapped.
+#       pass, and is not trapped;
+#   (d) a client with --user nobody, --persist-key and a tls-auth key file
+#       only root can read probes again after its server died and
+#       reconnects (the probes use the keys as the connection does).
 # Prints the figures. Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -139,6 +142,33 @@ else
     not_ok "(c) did not connect within 40 s"; tb_tail cf
 fi
 tb_stop cf
+
+# ------------------------------------------------------------------ (d)
+tb_log "(d) re-probe after --user nobody: the tls-auth key file is out of reach"
+G=$(tb_port 7) H=$(tb_port 8)
+install -m 600 "$TB_PKI/ta.key" "$TB_DIR/ta-root.key"
+tb_server sg "$G" --wrap tls-auth -- --server-probe-reply 0 50 10 --keepalive 1 4
+tb_server sh "$H" --wrap tls-auth -- --server-probe-reply 0 50 20 --keepalive 1 4
+nogroup=nogroup; getent group nogroup >/dev/null || nogroup=nobody
+tb_client cu -- --remote 127.0.0.1 "$G" udp4 --remote 127.0.0.1 "$H" udp4 \
+    --tls-auth "$TB_DIR/ta-root.key" 1 --server-probe --keepalive 1 4 \
+    --user nobody --group "$nogroup" --persist-key
+if tb_wait_connected cu 20 >/dev/null && [ "$(tb_connected_server cu)" = "127.0.0.1:$G" ]; then
+    tb_stop sg
+    i=0
+    while [ "$(grep -cF 'Initialization Sequence Completed' "$TB_DIR/cu.log")" -lt 2 ] && [ $i -lt 2000 ] && tb__alive cu; do
+        sleep 0.01; i=$((i + 1))
+    done
+    check "(d) the key file is unreadable for nobody" \
+        bash -c "! setpriv --reuid=nobody --regid=nobody --clear-groups cat '$TB_DIR/ta-root.key' >/dev/null 2>&1"
+    check "(d) the second phase ran (reconnect) and the client reconnected to 127.0.0.1:$H" \
+        bash -c "grep -qF 'probing 2 UDP remote(s) (reconnect)' '$TB_DIR/cu.log' && [ \$(grep -cF 'Initialization Sequence Completed' '$TB_DIR/cu.log') -ge 2 ] && grep -F 'Peer Connection Initiated' '$TB_DIR/cu.log' | tail -n1 | grep -qF '127.0.0.1:$H'"
+    check "(d) the client is alive, no fatal error" \
+        bash -c "kill -0 $(tb_pid cu) && ! grep -qE 'Exiting due to fatal error|Cannot open' '$TB_DIR/cu.log'"
+else
+    not_ok "(d) did not connect to 127.0.0.1:$G first"; tb_tail cu
+fi
+tb_stop cu
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
