@@ -452,6 +452,11 @@ def cmd_fwd(a):
 # ------------------------------------------------------------------ mgmt
 
 def cmd_mgmt_accept(a):
+    """answer >REMOTE: and >PROXY: questions after --delay s: the n-th
+    question gets the n-th of the ';'-separated --remote / --proxy answers
+    (the last one repeats)"""
+    answers = {">REMOTE:": ("remote", a.remote.split(";"), [0]),
+               ">PROXY:": ("proxy", a.proxy.split(";"), [0])}
     host, _, port = a.connect.rpartition(":")
     assert host.startswith("127.") or host == "::1", "loopback only"
     end = time.monotonic() + a.max_seconds
@@ -484,10 +489,13 @@ def cmd_mgmt_accept(a):
                 line, buf = buf.split(b"\n", 1)
                 line = line.decode(errors="replace").rstrip("\r")
                 log.write("%.6f < %s\n" % (time.time(), line))
-                if line.startswith(">REMOTE:"):
-                    time.sleep(a.delay)
-                    s.sendall(b"remote ACCEPT\n")
-                    log.write("%.6f > remote ACCEPT\n" % time.time())
+                for prefix, (cmd, lst, idx) in answers.items():
+                    if line.startswith(prefix):
+                        time.sleep(a.delay)
+                        ans = "%s %s" % (cmd, lst[min(idx[0], len(lst) - 1)])
+                        idx[0] += 1
+                        s.sendall(ans.encode() + b"\n")
+                        log.write("%.6f > %s\n" % (time.time(), ans))
     return 0
 
 
@@ -654,9 +662,11 @@ def main(argv=None):
     p.add_argument("--max-seconds", type=float, default=120)
     p = sub.add_parser("mgmt-accept")
     p.add_argument("--connect", required=True)
-    p.add_argument("--delay", type=float, required=True)
+    p.add_argument("--delay", type=float, default=0)
     p.add_argument("--log", required=True)
     p.add_argument("--hold-release", action="store_true")
+    p.add_argument("--remote", default="ACCEPT")
+    p.add_argument("--proxy", default="NONE")
     p.add_argument("--max-seconds", type=float, default=60)
     p = sub.add_parser("mgmt-cmd")
     p.add_argument("--connect", required=True)

@@ -38,7 +38,7 @@ hostile() { # NAME PORT ARGS...
 }
 mgmt() { # NAME PORT ARGS...
     local name=$1 port=$2; shift 2
-    tb__spawn "$name" python3 "$here/mgmt_answer.py" \
+    tb__spawn "$name" python3 "$here/spec_tools.py" mgmt-accept \
         --connect "127.0.0.1:$port" --log "$TB_DIR/$name.log" --max-seconds 60 "$@"
 }
 CLIENT_OPTS=(--hand-window 4 --connect-retry 1 1)
