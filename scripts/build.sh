@@ -5,6 +5,12 @@
 #   scripts/build.sh baseline   the "upstream" tag (no series) -> build/bin/openvpn-baseline
 #   scripts/build.sh asan       as patched, with ASan+UBSan -> build/bin/openvpn-asan
 #                               (own copy in build/obj/asan; no unit test build)
+#   scripts/build.sh mbedtls    as patched, --with-crypto-library=mbedtls
+#                               -> build/bin/openvpn-mbedtls (unit tests too)
+#   scripts/build.sh small      as patched, --disable-management --enable-small
+#                               -> build/bin/openvpn-small
+# (the variants are builds upstream's CI makes; each has its own copy in
+# build/obj/<variant>)
 #
 # All use the same configure flags (CONFIGURE_FLAGS, see README).
 set -euo pipefail
@@ -24,7 +30,7 @@ src="$obj/src"
 mkdir -p "$obj" "$top/build/bin"
 
 case "$which" in
-    patched|asan)
+    patched|asan|mbedtls|small)
         # the work tree as it is (uncommitted edits included); -u keeps
         # files that autoreconf regenerated in the copy
         mkdir -p "$src"
@@ -35,7 +41,7 @@ case "$which" in
         rsync -a -u --exclude=/.git --out-format='%n' "$wt/" "$src/" |
             { grep -E '\.[ch]$' || true; } | (cd "$src" && xargs -r -d '\n' touch --)
         out="$top/build/bin/openvpn"
-        [ "$which" = asan ] && out="$top/build/bin/openvpn-asan"
+        [ "$which" = patched ] || out="$top/build/bin/openvpn-$which"
         ;;
     baseline)
         rev=$(git -C "$wt" rev-parse upstream)
@@ -48,7 +54,7 @@ case "$which" in
         out="$top/build/bin/openvpn-baseline"
         ;;
     *)
-        echo "usage: $0 patched|baseline|asan" >&2
+        echo "usage: $0 patched|baseline|asan|mbedtls|small" >&2
         exit 2
         ;;
 esac
@@ -71,6 +77,11 @@ if [ "$which" = asan ]; then
     cflags="$cflags -fsanitize=address,undefined -fno-omit-frame-pointer -g -O1 -U_FORTIFY_SOURCE"
     ldflags="$ldflags -fsanitize=address,undefined"
 fi
+case "$which" in
+    # mbed TLS cannot do --x509-username-field (configure refuses it)
+    mbedtls) CONFIGURE_FLAGS="${CONFIGURE_FLAGS/--enable-x509-alt-username/} --with-crypto-library=mbedtls" ;;
+    small) CONFIGURE_FLAGS="$CONFIGURE_FLAGS --disable-management --enable-small" ;;
+esac
 cfg_sum=$(echo "$CONFIGURE_FLAGS $cflags $cppflags $ldflags" | sha256sum | cut -d' ' -f1)
 if [ ! -f config.status ] || [ "$(cat "$obj/configure.sum" 2>/dev/null)" != "$cfg_sum" ]; then
     echo "build[$which]: configure $CONFIGURE_FLAGS"
@@ -80,10 +91,10 @@ if [ ! -f config.status ] || [ "$(cat "$obj/configure.sum" 2>/dev/null)" != "$cf
     echo "$cfg_sum" > "$obj/configure.sum"
 fi
 echo "build[$which]: make -j$JOBS"
-make -j"$JOBS" >"$obj/make.log" 2>&1 || { grep -E "error|Error" "$obj/make.log" | head -40; exit 1; }
+make -j"$JOBS" >"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined reference|Error [0-9]" "$obj/make.log"; exit 1; }
 # build the unit test drivers too, so a broken test build shows here
 if [ "$which" != asan ]; then
-    make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -E "error|Error" "$obj/make.log" | head -40; exit 1; }
+    make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined reference|Error [0-9]" "$obj/make.log"; exit 1; }
 fi
 cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"
 echo "build[$which]: $out"
