@@ -2,7 +2,9 @@
 # Run every test of the project against the builds in build/:
 #   upstream's unit tests (all of them, with the series' own) and
 #   t_lpback.sh / t_cltsrv.sh / t_net.sh, the series check, the style
-#   check, the relay's tests and the end-to-end tests in tests/e2e/.
+#   check, the relay's tests, the fuzz targets and their self-test (a
+#   planted bug per target must be found) and the end-to-end tests in
+#   tests/e2e/.
 # Prints PASS/FAIL/SKIP per test and a closing "N passed, N failed" line.
 #
 #   tests/check.sh [-k PATTERN]   only steps whose name matches PATTERN
@@ -17,7 +19,8 @@
 # Exit 77 means SKIP only together with a "SKIP: reason" line in the step's
 # output; any other exit status, or 77 without a reason, is a FAIL. With
 # CI=true a skip for lack of root or /dev/net/tun is a failure (the e2e
-# tests and t_net check CI themselves, see testbed/lib.sh tb_need_root).
+# tests and t_net check CI themselves, see testbed/lib.sh tb_need_root),
+# and so is a fuzz step's skip for lack of clang/libFuzzer (ci_no_skip).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -223,8 +226,21 @@ t_net()
     upstream_script t_net.sh
 }
 
+# ci_no_skip CMD...: CMD, but with CI=true its skip (exit 77, e.g. the
+# fuzzers without clang/libFuzzer) is a failure: the CI run must have it
+ci_no_skip()
+{
+    "$@"
+    local rc=$?
+    if [ $rc -eq 77 ] && [ "$in_ci" = 1 ]; then
+        echo "FAIL: CI=true: $(basename "${@: -1}") skipped (exit 77, see the SKIP line above); the CI run must have what it needs"
+        return 1
+    fi
+    return $rc
+}
+
 export top obj allow_dirty in_ci
-export -f upstream_script t_net worktree series_check
+export -f upstream_script t_net worktree series_check ci_no_skip
 
 if [ ! -x "$obj/src/openvpn/openvpn" ]; then
     echo "check: no build in $obj; run 'make check' (it builds first)" >&2
@@ -275,16 +291,43 @@ if [ -z "$filter" ] || [[ unit =~ $filter ]]; then
     c_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/unit-tests.log" | awk '{s+=$1} END {print s+0}')
     echo "     (cmocka: ${c_pass:-0} test cases passed in $n drivers, ${t}s)"
 fi
+# the builds upstream's CI makes besides this one: mbed TLS (built, its
+# unit tests, and the e2e interop test of the mbed TLS openvpn with the
+# unpatched OpenSSL one in all wrap modes) and --disable-management
+# --enable-small (built)
+variant_mbedtls()
+{
+    "$top/scripts/build.sh" mbedtls || return 1
+    timeout --kill-after=10 300 make -C "$top/build/obj/mbedtls/src/tests/unit_tests" check 2>&1 |
+        tee /dev/stderr | grep -E '^(PASS|FAIL|ERROR|XPASS): .*_testdriver$' >"$logs/variant-mbedtls.results"
+    local rc=${PIPESTATUS[0]}
+    cat "$logs/variant-mbedtls.results"
+    [ $rc -eq 0 ] && ! grep -qvE '^PASS:' "$logs/variant-mbedtls.results" &&
+        grep -q '^PASS: ssl_shortcut_testdriver' "$logs/variant-mbedtls.results" &&
+        grep -q '^PASS: oob_testdriver' "$logs/variant-mbedtls.results" || return 1
+    TB_BIN="$top/build/bin/openvpn-mbedtls" TB_ROOT="$top/build/testbed-mbedtls" \
+        "$top/tests/e2e/t_interop.sh"
+}
+export -f variant_mbedtls
+export logs
+step variant/mbedtls    900 variant_mbedtls
+step variant/small      900 "$top/scripts/build.sh" small
 step upstream/t_lpback  600 upstream_script t_lpback.sh
 step upstream/t_cltsrv  600 upstream_script t_cltsrv.sh
 step upstream/t_net     300 t_net
 step relay              180 make -s -C "$top/testbed/relay" check
-step fuzz/oob-codec      300 env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
+step fuzz/oob-codec      300 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
+# does the fuzzing find bugs: one planted bug per target (about 1 min)
+step fuzz/selftest       240 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
 for t in "$top"/tests/e2e/t_*.sh; do
     [ -e "$t" ] || continue
     n=$(basename "$t" .sh)
     step "e2e/${n#t_}" 600 "$t"
 done
+
+# the seeded soak (tests/soak/README.md), a fixed list of seeds (soak.py
+# CHECK_SEEDS), about 4 minutes; seeds SEEDS_V2 crash build/bin/openvpn-v2
+step soak 330 "$top/tests/soak/soak.py" --check
 
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
