@@ -2,7 +2,16 @@
 # See README.md. Everything builds under build/ (ignored by git).
 
 TOP := $(CURDIR)
+# the base a target works on (scripts/base.sh): 2.6 (patches/2.6/, the
+# distributions' series, build/openvpn) or master (patches/master/,
+# build/openvpn-master); e.g. "make build BASE=master"
+BASE ?= 2.6
+export BASE
+ifeq ($(BASE),2.6)
 WT  := build/openvpn
+else
+WT  := build/openvpn-$(BASE)
+endif
 
 .PHONY: all deps fetch tree retree export series-check check-commits build baseline \
         check test-only style relay demo bench clean distclean help \
@@ -13,16 +22,18 @@ all: build
 help:
 	@echo "make demo          run the demo (builds what is missing)"
 	@echo "make check         install deps, build, run all tests"
-	@echo "make tree          fetch the base, create build/openvpn with patches/ applied"
-	@echo "make build         build build/bin/openvpn from build/openvpn"
+	@echo "(BASE=2.6, the default, or BASE=master: which series the next targets work on)"
+	@echo "make tree          fetch the base, create the work tree with patches/BASE/ applied"
+	@echo "make build         build build/bin/openvpn[-BASE] from the work tree"
 	@echo "make baseline      build build/bin/openvpn-baseline (same base, no series)"
-	@echo "make export        write build/openvpn's commits back to patches/"
+	@echo "make export        write the work tree's commits back to patches/BASE/"
 	@echo "make series-check  git am patches/ onto a fresh base; compare with build/openvpn"
 	@echo "make style         uncrustify check of the series' code"
 	@echo "make check-commits build and unit-test every commit of the series on its own (slow)"
 	@echo "make bench         connect-time and server-cost benchmark"
+	@echo "make soak          seeded soak, patched vs unpatched client (SOAK_MINUTES, default 10)"
 	@echo "make deb           Debian packages with the series in debian/patches (and stock, for lintian)"
-	@echo "make check-deb     e2e tests against the packaged openvpn (SKIP without make deb)"
+	@echo "make check-deb     e2e tests against the packaged openvpn (SKIP, a non-zero exit, without make deb)"
 	@echo "make check-trixie  does the series apply to and build on Debian 13's openvpn source"
 	@echo "make check-asan    e2e tests against an ASan+UBSan build (build/bin/openvpn-asan)"
 	@echo "make fuzz-long     every fuzz target for FUZZ_RUNS (default 10 million) inputs"
@@ -32,15 +43,15 @@ deps:
 	@scripts/deps.sh
 
 fetch: deps
-	@scripts/fetch-base.sh
+	@bash -c '. scripts/base.sh; top=$(TOP); base_load && base_fetch'
 
 tree: fetch
 	@if [ -d $(WT)/.git ]; then echo "tree: $(WT) exists"; else scripts/make-tree.sh; fi
 
 retree: fetch
 	@if [ -d $(WT)/.git ]; then scripts/series-check.sh >/dev/null || \
-	    { echo "retree: $(WT) has work not in patches/ (make export first)"; exit 1; }; fi
-	rm -rf $(WT) build/obj/patched
+	    { echo "retree: $(WT) has work not in patches/$(BASE)/ (make export first)"; exit 1; }; fi
+	rm -rf $(WT) build/obj/$(if $(filter 2.6,$(BASE)),,$(BASE)-)patched
 	scripts/make-tree.sh
 
 export:
@@ -62,7 +73,8 @@ relay:
 	@$(MAKE) -s -C testbed/relay
 
 style: tree
-	@python3 scripts/style.py; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+	@if [ -f $(WT)/.clang-format ]; then scripts/style-clang.sh; \
+	else python3 scripts/style.py; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]; fi
 
 check: deps build baseline relay
 	@tests/check.sh
@@ -77,12 +89,26 @@ demo: deps build baseline relay
 bench: deps build baseline relay
 	@testbed/bench.sh
 
+# seeded soak of the patched client against the unpatched one (tests/soak/
+# README.md): new random seeds for SOAK_MINUTES, table in build/soak/results.md;
+# replay one with tests/soak/soak.py --seed N --verbose
+SOAK_MINUTES ?= 10
+.PHONY: soak
+soak: relay
+	@tests/soak/soak.py --minutes $(SOAK_MINUTES)
+
 # distribution packages (slow; not part of make check)
 deb: deps
 	@scripts/deb.sh
 
+# a skip (no .deb, not root, a test skipped) is not a success: t_packaged.sh
+# prints "SKIP: reason" and exits 77, and so does this recipe; make itself
+# then exits non-zero ("Error 77"; make cannot pass 77 on), so that a
+# `make check-deb` that tested nothing is never green
 check-deb: relay
-	@tests/deb/t_packaged.sh; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+	@tests/deb/t_packaged.sh; rc=$$?; \
+	if [ $$rc -eq 77 ]; then echo "check-deb: SKIP, nothing (or not everything) was tested: see the SKIP line above" >&2; fi; \
+	exit $$rc
 
 check-trixie: deps
 	@scripts/trixie-check.sh

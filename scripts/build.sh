@@ -13,12 +13,21 @@
 # build/obj/<variant>)
 #
 # All use the same configure flags (CONFIGURE_FLAGS, see README).
+#
+# With BASE=NAME (scripts/base.sh; default 2.6) the same for another base:
+# its work tree, build/obj/NAME-<which>, build/bin/openvpn-NAME[-<which>]
+# (e.g. BASE=master: build/bin/openvpn-master, openvpn-master-baseline).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=base.sh
+. "$top/scripts/base.sh"
+base_load
 which=${1:-patched}
-wt="$top/build/openvpn"
-obj="$top/build/obj/$which"
+wt=$WT
+sfx=""
+[ "$BASE_NAME" = "$BASE_DEFAULT" ] || sfx="-$BASE_NAME"
+obj="$top/build/obj/${sfx#-}${sfx:+-}$which"
 src="$obj/src"
 
 # Debian's hardening flags, Debian's feature switches that need no extra
@@ -40,8 +49,8 @@ case "$which" in
         # every updated source and header the time it arrived here
         rsync -a -u --exclude=/.git --out-format='%n' "$wt/" "$src/" |
             { grep -E '\.[ch]$' || true; } | (cd "$src" && xargs -r -d '\n' touch --)
-        out="$top/build/bin/openvpn"
-        [ "$which" = patched ] || out="$top/build/bin/openvpn-$which"
+        out="$top/build/bin/openvpn$sfx"
+        [ "$which" = patched ] || out="$top/build/bin/openvpn$sfx-$which"
         ;;
     baseline)
         rev=$(git -C "$wt" rev-parse upstream)
@@ -51,7 +60,7 @@ case "$which" in
             git -C "$wt" archive upstream | tar -x -C "$src"
             echo "$rev" > "$obj/rev"
         fi
-        out="$top/build/bin/openvpn-baseline"
+        out="$top/build/bin/openvpn$sfx-baseline"
         ;;
     *)
         echo "usage: $0 patched|baseline|asan|mbedtls|small" >&2

@@ -8,10 +8,18 @@
 # changes).  Not part of 'make check'; run it before exporting a
 # rebased series:
 #   make check-commits
+#   [BASE=NAME] scripts/check-commits.sh   (scripts/base.sh; default 2.6)
+# With CHECK_CMAKE=1 (the default for a base whose tree has CMakeLists.txt
+# with unit tests, i.e. master) every commit is also built with CMake
+# (-DUNSUPPORTED_BUILDS=ON on Linux) and its unit tests run with ctest.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-wt="$top/build/openvpn"
+# shellcheck source=base.sh
+. "$top/scripts/base.sh"
+base_load || exit 1
+wt=$WT
 out="$top/build/check-commits"
+[ "$BASE_NAME" = "$BASE_DEFAULT" ] || out="$top/build/check-commits-$BASE_NAME"
 : "${CONFIGURE_FLAGS:=--enable-dco --enable-x509-alt-username --enable-unit-tests --enable-werror}"
 mkdir -p "$out"
 rm -rf "$out/tree" "$out"/*.log
@@ -19,6 +27,12 @@ src="$out/src"
 pass=0 fail=0
 cflags=$(dpkg-buildflags --get CFLAGS 2>/dev/null || echo "-g -O2")
 am_sum_prev=""
+cmake=${CHECK_CMAKE:-}
+if [ -z "$cmake" ]; then
+    cmake=0
+    git -C "$wt" cat-file -e HEAD:CMakeLists.txt 2>/dev/null &&
+        git -C "$wt" grep -q add_test HEAD -- CMakeLists.txt 2>/dev/null && cmake=1
+fi
 for c in $(git -C "$wt" rev-list --reverse upstream..HEAD); do
     subj=$(git -C "$wt" log -1 --format=%s "$c")
     log="$out/$(git -C "$wt" rev-parse --short "$c").log"
@@ -39,7 +53,13 @@ for c in $(git -C "$wt" rev-list --reverse upstream..HEAD); do
             if [ "$am_sum" != "$am_sum_prev" ] || [ ! -f config.status ]; then
                 autoreconf -fi && ./configure -q $CONFIGURE_FLAGS CFLAGS="$cflags"
             fi &&
-            make -j"$(nproc)" && timeout 600 make -j"$(nproc)" -C tests/unit_tests check) >"$log" 2>&1; then
+            make -j"$(nproc)" && timeout 600 make -j"$(nproc)" -C tests/unit_tests check &&
+            if [ "$cmake" = 1 ]; then
+                cmake -S . -B build-cmake -DUNSUPPORTED_BUILDS=ON -DCMAKE_BUILD_TYPE=Release \
+                    -DCMAKE_C_FLAGS="-Werror" >/dev/null &&
+                    cmake --build build-cmake -j"$(nproc)" &&
+                    timeout 600 ctest --test-dir build-cmake --output-on-failure
+            fi) >"$log" 2>&1; then
         pass=$((pass + 1)); echo "PASS $subj"
     else
         fail=$((fail + 1)); echo "FAIL $subj (log $log)"

@@ -5,7 +5,7 @@
 #
 #   1. the pinned source package (scripts/fetch-base.sh, build/src/) is
 #      unpacked with dpkg-source -x, once as is ("stock") and once with the
-#      series ("patched"): patches/*.patch as listed in patches/series are
+#      series ("patched"): patches/2.6/*.patch as listed in patches/2.6/series are
 #      copied to debian/patches/oob-server-probe/, appended to
 #      debian/patches/series and pushed with quilt (fuzz 0, as dpkg-source);
 #      a debian/changelog entry gives the local version
@@ -78,12 +78,12 @@ dsc="$src/openvpn_${base_version}.dsc"
 [ -f "$dsc" ] || die "$dsc is missing (make fetch)"
 
 # ------------------------------------------------------------ the series
-series="$top/patches/series"
-[ -f "$series" ] || die "patches/series is missing"
+series="$top/patches/2.6/series"
+[ -f "$series" ] || die "patches/2.6/series is missing"
 mapfile -t patches < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$series")
-[ ${#patches[@]} -gt 0 ] || die "patches/series lists no patches"
+[ ${#patches[@]} -gt 0 ] || die "patches/2.6/series lists no patches"
 for p in "${patches[@]}"; do
-    [ -f "$top/patches/$p" ] || die "patches/series lists $p, which is missing"
+    [ -f "$top/patches/2.6/$p" ] || die "patches/2.6/series lists $p, which is missing"
 done
 
 mkdir -p "$out/logs"
@@ -121,7 +121,7 @@ add_series()
         echo "# --server-probe-reply), applied after Debian's patches"
     } >>"$tree/debian/patches/series"
     for p in "${patches[@]}"; do
-        cp "$top/patches/$p" "$tree/debian/patches/$pdir/$p"
+        cp "$top/patches/2.6/$p" "$tree/debian/patches/$pdir/$p"
         echo "$pdir/$p" >>"$tree/debian/patches/series"
         n=$((n + 1))
     done
@@ -136,7 +136,7 @@ add_series()
 
     # the changelog entry with the local version
     local date entry
-    date=$(cd "$top" && git log -1 --format=%aD -- patches 2>/dev/null || true)
+    date=$(cd "$top" && git log -1 --format=%aD -- patches/2.6 2>/dev/null || true)
     [ -n "$date" ] || date=$(date -R)
     entry=$(mktemp)
     {
@@ -261,7 +261,7 @@ lintian_tags patched "$out/openvpn_${version}_$(dpkg --print-architecture).chang
 fail=0
 {
     echo "make deb: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
-    echo "series: ${#patches[@]} patches from patches/series"
+    echo "series: ${#patches[@]} patches from patches/2.6/series"
     echo "patched: openvpn $version, dpkg-buildpackage -b in ${secs[patched]} s"
     echo "  dh_auto_test: $(testsum patched)"
     echo "  lintian: $(count "$out/lintian-patched.txt" E) errors, $(count "$out/lintian-patched.txt" W) warnings, $(count "$out/lintian-patched.txt" I) info"

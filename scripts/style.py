@@ -17,7 +17,9 @@ import sys
 import tempfile
 
 top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-wt = os.path.join(top, "build", "openvpn")
+# BASE=NAME (scripts/base.sh): the work tree of that base's series
+base = os.environ.get("BASE", "2.6")
+wt = os.path.join(top, "build", "openvpn" if base == "2.6" else "openvpn-" + base)
 conf = os.environ.get("UNCRUSTIFY_CONF") or os.path.join(
     top, "scripts", "uncrustify-2.6.conf")
 

@@ -8,7 +8,7 @@
 #      finds the trixie openvpn source version (TRIXIE_VERSION to pin one;
 #      default: the newest, expected 2.6.14-1+deb13u3) and downloads it to
 #      build/trixie/src/;
-#   2. dpkg-source -x, then patches/ (as listed in patches/series) appended
+#   2. dpkg-source -x, then patches/2.6/ (as listed in patches/2.6/series) appended
 #      to debian/patches/series and pushed with `quilt push -a --fuzz=0`; on
 #      failure, the failing patch and whether it would apply with fuzz are
 #      reported;
@@ -106,12 +106,12 @@ tree="$dir/openvpn-$upstream"
 sum "Debian patches in $version: $(grep -vc -e '^#' -e '^$' "$tree/debian/patches/series")"
 
 # ------------------------------------------------------------ 2. quilt
-mapfile -t patches < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$top/patches/series")
-[ ${#patches[@]} -gt 0 ] || die "patches/series lists no patches"
+mapfile -t patches < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' "$top/patches/2.6/series")
+[ ${#patches[@]} -gt 0 ] || die "patches/2.6/series lists no patches"
 pdir=oob-server-probe
 mkdir -p "$tree/debian/patches/$pdir"
 for p in "${patches[@]}"; do
-    cp "$top/patches/$p" "$tree/debian/patches/$pdir/$p"
+    cp "$top/patches/2.6/$p" "$tree/debian/patches/$pdir/$p"
     echo "$pdir/$p" >>"$tree/debian/patches/series"
 done
 qp() { (cd "$1" && QUILT_PATCHES=debian/patches QUILT_PC=.pc quilt --quiltrc=- "${@:2}"); }

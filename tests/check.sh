@@ -102,13 +102,17 @@ step()
     fi
 }
 
-# worktree: build/openvpn (what scripts/build.sh builds, uncommitted edits
-# and untracked files included) must be exactly patches/: no uncommitted
-# edits, no untracked files, and its commits upstream..HEAD the patches of
-# patches/series in order (same git patch-id)
+# worktree [BASE]: the base's work tree (build/openvpn for 2.6, what
+# scripts/build.sh builds, uncommitted edits and untracked files included)
+# must be exactly patches/BASE/: no uncommitted edits, no untracked files,
+# and its commits upstream..HEAD the patches of patches/BASE/series in
+# order (same git patch-id)
 worktree()
 {
-    local wt="$top/build/openvpn" why=() st p i a b
+    local base=${1:-2.6} why=() st p i a b
+    local wt="$top/build/openvpn" pd="$top/patches/${1:-2.6}"
+    [ "$base" = 2.6 ] || wt="$top/build/openvpn-$base"
+    local rel=${wt#"$top"/}
     if [ ! -d "$wt/.git" ]; then
         echo "worktree: $wt is missing (make tree)"
         return 1
@@ -116,30 +120,30 @@ worktree()
     st=$(git -C "$wt" status --porcelain --untracked-files=normal 2>&1) ||
         { echo "worktree: git status failed: $st"; return 1; }
     if [ -n "$st" ]; then
-        why+=("build/openvpn has uncommitted edits or untracked files (they are built and tested, but are not in patches/): $(awk '{ print $2 }' <<<"$st" | head -n 8 | tr '\n' ' ')")
+        why+=("$rel has uncommitted edits or untracked files (they are built and tested, but are not in patches/$base/): $(awk '{ print $2 }' <<<"$st" | head -n 8 | tr '\n' ' ')")
         echo "$st" | head -n 40
     fi
     mapfile -t a < <(git -C "$wt" rev-list --reverse upstream..HEAD |
         while read -r c; do git -C "$wt" show "$c" | git patch-id --stable | cut -d' ' -f1; done)
-    mapfile -t b < <(grep . "$top/patches/series" | while read -r p; do
-        git patch-id --stable <"$top/patches/$p" | cut -d' ' -f1; done)
+    mapfile -t b < <(grep . "$pd/series" | while read -r p; do
+        git patch-id --stable <"$pd/$p" | cut -d' ' -f1; done)
     if [ "${#a[@]}" -ne "${#b[@]}" ]; then
-        why+=("build/openvpn has ${#a[@]} commit(s) since upstream, patches/series lists ${#b[@]} (make export)")
+        why+=("$rel has ${#a[@]} commit(s) since upstream, patches/$base/series lists ${#b[@]} (make export)")
     else
         for ((i = 0; i < ${#a[@]}; i++)); do
             if [ -z "${a[$i]}" ] || [ "${a[$i]}" != "${b[$i]}" ]; then
-                why+=("commit $((i + 1)) of build/openvpn is not patch $(sed -n "$((i + 1))p" "$top/patches/series") (make export)")
+                why+=("commit $((i + 1)) of $rel is not patch $(sed -n "$((i + 1))p" "$pd/series") (make export)")
                 break
             fi
         done
     fi
     if [ ${#why[@]} -eq 0 ]; then
-        echo "worktree: build/openvpn is patches/ (${#a[@]} commits, no uncommitted edits)"
+        echo "worktree: $rel is patches/$base/ (${#a[@]} commits, no uncommitted edits)"
         return 0
     fi
     printf 'worktree: %s\n' "${why[@]}"
     if [ "$allow_dirty" = 1 ]; then
-        printf 'worktree differs from patches/ (CHECK_ALLOW_DIRTY=1): %s\n' "${why[@]}" >>"$STEP_WARN"
+        printf "worktree differs from patches/$base/ (CHECK_ALLOW_DIRTY=1): %s\n" "${why[@]}" >>"$STEP_WARN"
         return 0
     fi
     echo "worktree: the results would not be those of patches/: commit and 'make export'" \
@@ -153,12 +157,12 @@ worktree()
 series_check()
 {
     local out rc
-    out=$("$top/scripts/series-check.sh" 2>&1)
+    out=$(BASE=${1:-2.6} "$top/scripts/series-check.sh" 2>&1)
     rc=$?
     echo "$out"
     if [ $rc -ne 0 ] && [ "$allow_dirty" = 1 ] &&
-       grep -q "build/openvpn HEAD differs from patches/" <<<"$out"; then
-        echo "series-check: build/openvpn HEAD differs from patches/ (CHECK_ALLOW_DIRTY=1)" >>"$STEP_WARN"
+       grep -q "HEAD differs from patches/" <<<"$out"; then
+        echo "series-check: the work tree's HEAD differs from patches/${1:-2.6}/ (CHECK_ALLOW_DIRTY=1)" >>"$STEP_WARN"
         return 0
     fi
     return $rc
