@@ -73,8 +73,7 @@ relay:
 	@$(MAKE) -s -C testbed/relay
 
 style: tree
-	@if [ -f $(WT)/.clang-format ]; then scripts/style-clang.sh; \
-	else python3 scripts/style.py; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]; fi
+	@python3 scripts/style.py; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
 check: deps build baseline relay
 	@tests/check.sh

@@ -16,7 +16,10 @@ pkgs=(autoconf automake libtool pkg-config make gcc
       python3-cryptography util-linux
       # the mbedTLS variant (scripts/build.sh mbedtls), upstream's CI
       # builds it too; libfaketime for the wall-clock jump in t_clock.sh
-      libmbedtls-dev faketime libfaketime)
+      libmbedtls-dev faketime libfaketime
+      # the master series: CMake, and npm for clang-format 21.1.8
+      # (scripts/clang-format.sh)
+      cmake npm)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Check the series' C code with uncrustify and upstream's 2.6 config.
+"""Check the series' C code: the 2.6 series with uncrustify and upstream's
+2.6 config, a series on master (a tree with .clang-format) with master's
+.clang-format and clang-format 21.1.8 (scripts/clang-format.sh).  BASE=NAME
+picks the series (scripts/base.sh).
 
 New files must be uncrustify-clean as a whole; in upstream files only the
 lines the series adds are checked (a reformat hunk that touches an added
@@ -44,15 +47,23 @@ def ranges(diff, side):
 
 
 def main():
-    if not os.path.isfile(conf):
+    if os.path.isfile(os.path.join(wt, ".clang-format")):
+        # master: its own .clang-format and clang-format 21.1.8
+        res = subprocess.run([os.path.join(top, "scripts", "clang-format.sh"),
+                              "--version"], capture_output=True, text=True)
+        if res.returncode != 0:
+            print("FAIL style: " + res.stderr.strip())
+            return 1
+    elif not os.path.isfile(conf):
         print(f"FAIL style: uncrustify config not found at {conf} "
               "(scripts/uncrustify-2.6.conf is part of the repository; "
               "UNCRUSTIFY_CONF overrides it)")
         return 1
-    if not shutil.which("uncrustify"):
+    if not os.path.isfile(os.path.join(wt, ".clang-format")) and not shutil.which("uncrustify"):
         print("FAIL style: uncrustify is not installed (scripts/deps.sh "
               "installs it: run 'make deps')")
         return 1
+    clang = os.path.isfile(os.path.join(wt, ".clang-format"))
     files = git("diff", "--name-only", "--diff-filter=AM", "upstream", "HEAD",
                 "--", "*.c", "*.h").split()
     added_files = set(git("diff", "--name-only", "--diff-filter=A",
@@ -65,10 +76,15 @@ def main():
             orig = os.path.join(tmp, "orig")
             with open(orig, "w") as fh:
                 fh.write(head)
-            res = subprocess.run(["uncrustify", "-q", "-c", conf, "-f", orig],
-                                 capture_output=True, text=True)
+            if clang:
+                cmd = [os.path.join(top, "scripts", "clang-format.sh"),
+                       "--style=file:" + os.path.join(wt, ".clang-format"),
+                       "--assume-filename=" + f, orig]
+            else:
+                cmd = ["uncrustify", "-q", "-c", conf, "-f", orig]
+            res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
-                print(f"style: uncrustify failed on {f}: {res.stderr.strip()}")
+                print(f"style: {cmd[0]} failed on {f}: {res.stderr.strip()}")
                 bad += 1
                 continue
             fmt = os.path.join(tmp, "fmt")
@@ -86,12 +102,13 @@ def main():
                         if any(r[0] <= a[1] and a[0] <= r[1] for a in added)]
             if hits:
                 bad += 1
-                print(f"style: {f}: uncrustify wants changes at lines "
+                print(f"style: {f}: {'clang-format' if clang else 'uncrustify'} wants changes at lines "
                       + ", ".join(f"{a}-{b}" for a, b in hits))
                 full = subprocess.run(["diff", "-u", orig, fmt],
                                       capture_output=True, text=True).stdout
                 print("\n".join(full.splitlines()[2:60]))
-    print(f"style: {len(files)} file(s) checked, {bad} with differences")
+    print(f"style: {len(files)} file(s) checked with "
+          f"{'clang-format 21.1.8' if clang else 'uncrustify'}, {bad} with differences")
     return 1 if bad else 0
 
 
