@@ -11,7 +11,10 @@
 #   - tests/deb/t_unit_layout.sh: the package's openvpn-server@ /
 #     openvpn-client@ units' command lines, without systemd.
 # Prints PASS/FAIL/SKIP per test with its ok/not ok counts and a summary
-# line; logs in build/deb/check/. Exit 0 pass, 1 fail, 77 skip (no .deb).
+# line; logs in build/deb/check/. Exit 0 pass (every test ran and passed),
+# 1 fail, 77 skip: no .deb, not root, or a test skipped (always with a
+# "SKIP: reason" line; a partial run is not a pass). With CI=true a skip is
+# a failure (exit 1), as in tests/check.sh and testbed/lib.sh.
 #   tests/deb/t_packaged.sh [-k PATTERN]   only the tests whose name matches
 #   DEB_DIR      where the .debs are (default build/deb)
 #   TB_BASELINE  the unpatched openvpn (see above)
@@ -22,15 +25,25 @@ export TB_ROOT="${TB_ROOT:-$top/build/deb/testbed}"
 logs="$top/build/deb/check"
 filter=""
 [ "${1:-}" = "-k" ] && filter=${2:-}
+in_ci=0
+case ${CI:-} in [Tt][Rr][Uu][Ee]|1|[Yy][Ee][Ss]) in_ci=1 ;; esac
+# skip REASON: SKIP (exit 77), or with CI=true FAIL (exit 1)
+skip()
+{
+    if [ $in_ci = 1 ]; then
+        echo "FAIL: $*; CI=true: a skip would hide the test"
+        exit 1
+    fi
+    echo "SKIP: $*"
+    exit 77
+}
 
 deb=$(ls "$deb_dir"/openvpn_*+oob*_*.deb 2>/dev/null | sort -V | tail -n 1)
 if [ -z "$deb" ]; then
-    echo "SKIP: no packaged openvpn in ${deb_dir#"$top"/}/ (run make deb first)"
-    exit 77
+    skip "no packaged openvpn in ${deb_dir#"$top"/}/ (run make deb first)"
 fi
 if [ "$(id -u)" -ne 0 ]; then
-    echo "SKIP: needs root (the servers open tun devices)"
-    exit 77
+    skip "needs root (the servers open tun devices)"
 fi
 stock_deb=$(ls "$deb_dir"/stock/openvpn_*_*.deb 2>/dev/null | grep -v '+oob' | sort -V | tail -n 1)
 
@@ -59,7 +72,7 @@ fi
 echo "# baseline: ${baseline#"$top"/}"
 
 pass=0 fail=0 skip=0 oks=0 notoks=0
-failed=()
+failed=() skipped=()
 # run NAME CMD...: one test, PASS/FAIL/SKIP with its TAP counts
 run()
 {
@@ -79,8 +92,9 @@ run()
         echo "PASS $name ($o ok, $((t1 - t0)) s)"
     elif [ $rc -eq 77 ]; then
         skip=$((skip + 1))
-        reason=$(grep -m1 '^SKIP' "$lf" | cut -c1-160)
-        echo "SKIP $name: ${reason:-exit 77}"
+        reason=$(grep -m1 '^SKIP' "$lf" | sed 's/^SKIP[: ]*//' | cut -c1-160)
+        skipped+=("$name (${reason:-exit 77 without a reason})")
+        echo "SKIP $name: ${reason:-exit 77 without a reason}"
     else
         fail=$((fail + 1))
         failed+=("$name")
@@ -101,5 +115,8 @@ run "deb/unit-layout" env PKG_ROOT="$pkg" timeout 600 bash "$top/tests/deb/t_uni
 
 echo "check-deb: $pass passed, $fail failed, $skip skipped ($oks ok, $notoks not ok in all)${failed[*]:+; failed: ${failed[*]}}"
 [ $fail -eq 0 ] || exit 1
-[ $pass -gt 0 ] || exit 77
+if [ $pass -eq 0 ] && [ $skip -eq 0 ]; then
+    skip "no test ran${filter:+ (-k $filter matched none)}"
+fi
+[ $skip -eq 0 ] || skip "$skip of $((pass + skip)) tests skipped: ${skipped[*]}"
 exit 0

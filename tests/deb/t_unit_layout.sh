@@ -32,16 +32,18 @@ TB_PORT_BASE=${TB_PORT_BASE_UNIT_LAYOUT:-26000}
 [ -n "${PKG_ROOT:-}" ] && [ -d "$PKG_ROOT" ] || tb_skip "PKG_ROOT (extracted openvpn .deb) is not set"
 PKG_ROOT=$(cd "$PKG_ROOT" && pwd)
 TB_BIN="$PKG_ROOT/usr/sbin/openvpn"
-command -v python3 >/dev/null 2>&1 || tb_skip "python3 is missing"
+command -v python3 >/dev/null 2>&1 || tb_skip_or_ci_fail "python3 is missing"
 tb_need_root
 tb_need_bin "$TB_BIN"
 tb_need_relay
-tb_has_opt "$TB_BIN" server-probe-reply || tb_skip "the packaged openvpn has no --server-probe-reply"
+# the package is built with the series: a missing option is a broken
+# package, never a reason to skip
+tb_has_opt "$TB_BIN" server-probe-reply || tb_die "the packaged openvpn has no --server-probe-reply"
 unitdir=""
 for d in lib/systemd/system usr/lib/systemd/system; do
     [ -f "$PKG_ROOT/$d/openvpn-server@.service" ] && unitdir="$PKG_ROOT/$d"
 done
-[ -n "$unitdir" ] || tb_skip "the package has no openvpn-server@.service"
+[ -n "$unitdir" ] || tb_die "the package has no openvpn-server@.service"
 tb_isolate "$@"
 tb_init unit-layout
 tb_pki

@@ -11,7 +11,9 @@ oob-server-probe e2e tests.  Loopback only; python3 stdlib only.
 
 Every datagram it gets is logged as one line "op=<opcode> len=<bytes>";
 every reply it sends as "reply prio=.. weight=.. mld=.. lifetime=..
-flags=..".  It exits after --max-seconds (default 120).
+flags=.. probe-sid=<hex> echoed-sid=<hex>" (the session id of the probe
+it answers, and the one the reply echoes: different with --sid-mode
+wrong).  It exits after --max-seconds (default 120).
 """
 
 import argparse
@@ -29,11 +31,12 @@ from pktgen import (MSG_PROBE_REPLY, MSG_SERVER_PROBE,  # noqa: E402
 
 
 def reply_for(probe, a):
-    """The PROBE_REPLY for a plain SERVER_PROBE, or None"""
+    """(the PROBE_REPLY for a plain SERVER_PROBE, the session id it echoes),
+    or (None, None)"""
     if len(probe) < 11 or probe[0] != P_CONTROL_OOB_V1 << 3:
-        return None
+        return None, None
     if struct.unpack(">H", probe[9:11])[0] != MSG_SERVER_PROBE:
-        return None
+        return None, None
     sid = probe[1:9]
     if a.sid_mode == "wrong":
         sid = bytes(b ^ 0xff for b in sid)
@@ -41,7 +44,7 @@ def reply_for(probe, a):
                              a.flags)
     payload = struct.pack(">HHH", MSG_PROBE_REPLY, TLV_PROBE_REPLY, len(body)) + body
     cookie = os.urandom(8)
-    return bytes([P_CONTROL_OOB_V1 << 3]) + cookie + payload
+    return bytes([P_CONTROL_OOB_V1 << 3]) + cookie + payload, sid
 
 
 def main():
@@ -69,11 +72,13 @@ def main():
                 continue
             pkt, src = s.recvfrom(4096)
             log.write("op=%d len=%d\n" % (pkt[0] >> 3 if pkt else -1, len(pkt)))
-            rep = reply_for(pkt, a)
+            rep, echoed = reply_for(pkt, a)
             if rep:
-                s.sendto(rep, src)
-                log.write("reply prio=%d weight=%d mld=%d lifetime=%d flags=%#x\n"
-                          % (a.prio, a.weight, a.mld, a.lifetime, a.flags))
+                sent = s.sendto(rep, src)
+                log.write("reply prio=%d weight=%d mld=%d lifetime=%d flags=%#x "
+                          "probe-sid=%s echoed-sid=%s len=%d\n"
+                          % (a.prio, a.weight, a.mld, a.lifetime, a.flags,
+                             pkt[1:9].hex(), echoed.hex(), sent))
 
 
 if __name__ == "__main__":

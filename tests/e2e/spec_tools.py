@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """spec_tools.py: helpers for the t_spec_*.sh end-to-end tests (the SPEC.md
 promises that no other test covers).  Loopback only.  Needs python3; the
-wrapped probes (wone, wflood) also need python3-cryptography.
+wrapped probes (wone, wflood) with tls-crypt and tls-crypt-v2 also need
+python3-cryptography.
 
 Sub-commands (each prints one line of key=value pairs unless noted):
 
@@ -18,12 +19,12 @@ Sub-commands (each prints one line of key=value pairs unless noted):
       n= repeats= backwards= first_bad= and one "# " line per packet.
       Exit 0 when the sequence is strictly increasing.
 
-  wone --target T --wrap tls-crypt|tls-crypt-v2 --key FILE [--timeout S]
+  wone --target T --wrap tls-auth|tls-crypt|tls-crypt-v2 --key FILE [--timeout S]
       one wrapped SERVER_PROBE; reply=0|1 sid_ok= lifetime= ...
 
   wflood --target T --wrap W --key FILE --pid PID --count N [--warmup W]
-      like probe_tool.py flood, with tls-crypt / tls-crypt-v2 wrapped
-      probes (each its own session id and packet id).
+      like probe_tool.py flood, with tls-auth / tls-crypt / tls-crypt-v2
+      wrapped probes (each its own session id and packet id).
 
   fwd --listen A:P --upstream A:P --reply-from A:P|same --log FILE
       a UDP forwarder that sends the server's answers back from another
@@ -287,7 +288,44 @@ class TlsCrypt:
         return pkt[:9] + plain
 
 
+class TlsAuth:
+    """client side of tls-auth (key direction 1, --auth SHA1, 2.6's
+    default): op|sid|HMAC|packet id|time|payload, the HMAC-SHA1 over packet
+    id|time|op|sid|payload (ssl_pkt.c tls_wrap_control(), swap_hmac());
+    send with key 1's HMAC key, check the server's with key 0's"""
+
+    HMAC_LEN = 20
+
+    def __init__(self, key256):
+        self.enc_hmac = key256[192:192 + self.HMAC_LEN]
+        self.dec_hmac = key256[64:64 + self.HMAC_LEN]
+        self.pid = 0
+        self.ptime = int(time.time())
+
+    def wrap(self, header, plain):
+        import hashlib
+        import hmac
+        self.pid += 1
+        pid = struct.pack(">II", self.pid, self.ptime)
+        tag = hmac.new(self.enc_hmac, pid + header + plain, hashlib.sha1).digest()
+        return header + tag + pid + plain
+
+    def unwrap(self, pkt):
+        import hashlib
+        import hmac
+        n = self.HMAC_LEN
+        if len(pkt) < 9 + n + 8:
+            return None
+        header, tag, pid, plain = pkt[:9], pkt[9:9 + n], pkt[9 + n:17 + n], pkt[17 + n:]
+        want = hmac.new(self.dec_hmac, pid + header + plain, hashlib.sha1).digest()
+        if not hmac.compare_digest(want, tag):
+            return None
+        return header + plain
+
+
 def wrapper_for(wrap, key):
+    if wrap == "tls-auth":
+        return TlsAuth(read_static_key(key)), b""
     if wrap == "tls-crypt":
         return TlsCrypt(read_static_key(key)), b""
     if wrap == "tls-crypt-v2":

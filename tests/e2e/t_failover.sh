@@ -15,8 +15,9 @@
 #       client is on C within ping-restart + 4 s of the kill;
 #   (c) every remote failed: remotes [a server that answers probes but
 #       fails the TLS handshake (wrong CA), a good server with a worse
-#       priority]: the client tries the first, then the second, in one
-#       pass, and is not trapped;
+#       priority]: the probe ranks the first at place 1, the client tries
+#       it (link remote, its certificate refused), then the second, in
+#       one pass, and is not trapped;
 #   (d) a client with --user nobody, --persist-key and a tls-auth key file
 #       only root can read probes again after its server died and
 #       reconnects (the probes use the keys as the connection does).
@@ -134,6 +135,16 @@ tb_server se "$E" -- --server-probe-reply 0 50 20
 tb_client cf -- --remote 127.0.0.1 "$D" udp4 --remote 127.0.0.1 "$E" udp4 \
     --server-probe --hand-window 5
 if ms=$(tb_wait_connected cf 40); then
+    check "(c) the probe ranked the TLS-failing server 127.0.0.1:$D first (place=1, priority 10)" \
+        grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$D rtt=[0-9.]+ms prio=10 .*place=1\$" "$TB_DIR/cf.log"
+    # the client's log, in order: the link to D, D's certificate refused
+    # (it is signed by the other CA: CN=other-server), the link to E
+    lnum() { grep -nE -- "$1" "$TB_DIR/cf.log" | head -n1 | cut -d: -f1; }
+    l_d=$(lnum "link remote: \[AF_INET\]127\.0\.0\.1:$D\$")
+    l_v=$(lnum "VERIFY ERROR: .*CN=other-server")
+    l_e=$(lnum "link remote: \[AF_INET\]127\.0\.0\.1:$E\$")
+    check "(c) tried 127.0.0.1:$D first (link remote, line ${l_d:-none}), its certificate was refused (line ${l_v:-none}), then moved on to 127.0.0.1:$E (line ${l_e:-none})" \
+        bash -c "[ -n '$l_d' ] && [ -n '$l_v' ] && [ -n '$l_e' ] && [ '$l_d' -lt '$l_v' ] && [ '$l_v' -lt '$l_e' ]"
     check "(c) not trapped by the TLS-failing server: connected to 127.0.0.1:$E in $ms ms" \
         test "$(tb_connected_server cf)" = "127.0.0.1:$E"
     check "(c) one phase only before the connection (within a pass the ranking is followed)" \

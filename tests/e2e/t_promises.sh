@@ -158,13 +158,15 @@ done
 if [ -z "$ft" ]; then
     tb_skip_or_ci_fail "libfaketime is not installed (apt-get install libfaketime)"
 fi
+# an ASan build (make check-asan) needs its runtime first in LD_PRELOAD
+asan_lib=$(ldd "$TB_BIN" 2>/dev/null | awk '/libasan/ { print $3 }')
 tb_server sd "$D" -- --server-probe-reply 0 50 100
 tb_relay rd "127.0.0.1:$DR" "127.0.0.1:$D" --blackhole
 for jump in -1h +1h; do
     echo "+0" >"$TB_DIR/faketime.rc"
     t0=$(date +%s%N)
     FAKETIME_TIMESTAMP_FILE="$TB_DIR/faketime.rc" FAKETIME_NO_CACHE=1 \
-        FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$ft" \
+        FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="${asan_lib:+$asan_lib:}$ft" \
         timeout 20 "$TB_BIN" --client --dev null --nobind --ca "$TB_PKI/ca.crt" \
         --cert "$TB_PKI/client.crt" --key "$TB_PKI/client.key" --verb 3 \
         --remote 127.0.0.1 "$DR" udp4 --remote 127.0.0.1 "$D" udp4 --server-probe-only \

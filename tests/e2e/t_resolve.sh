@@ -21,8 +21,9 @@ TB_PORT_BASE=${TB_PORT_BASE_RESOLVE:-28000}
 # shellcheck source=../../testbed/lib.sh
 . "$here/../../testbed/lib.sh"
 
+command -v unshare >/dev/null || tb_skip_or_ci_fail "unshare (util-linux) is missing"
+command -v python3 >/dev/null 2>&1 || tb_skip_or_ci_fail "python3 is missing"
 tb_setup resolve server-probe -- "$@"
-command -v unshare >/dev/null || tb_skip "unshare (util-linux) is missing"
 
 # the silent name server: reads queries on 127.0.0.1:53, never answers
 tb__spawn dns python3 -c '

@@ -1,14 +1,20 @@
 /*
- * libFuzzer target: a UDP server's handling of one datagram on the
- * stateless path, for the out-of-band server probe.
- *
- * What mudp.c does for a packet from an address without an instance:
- * tls_pre_decrypt_lite() with the server's tls_auth_standalone, and for a
- * VERDICT_VALID_OOB_* verdict what send_probe_reply() does:
- * oob_server_check_probe() on state.newbuf, tls_oob_probe_reply(), the
- * bound of three times the probe's size; then free_tls_pre_decrypt_state().
- * (The rate limiter and the socket are left out.)  Every wrap mode: none,
- * tls-auth, tls-crypt, tls-crypt-v2.
+ * libFuzzer target: a UDP server's handling of one datagram from an
+ * address without an instance, i.e. the stateless path of mudp.c itself:
+ * the file is compiled in (like fuzz_oob_client.c does with oob_client.c,
+ * see fuzz_server_stubs.c), and the harness calls its static
+ * do_pre_decrypt_check() the way multi_get_create_instance_udp() does.
+ * That runs the server's real code end to end: probe_reply_possible()
+ * (--server-probe-reply off, --max-clients), tls_pre_decrypt_lite() with
+ * the server's tls_auth_standalone, and for an out-of-band verdict
+ * send_probe_reply(): oob_server_check_probe_drop(), the
+ * --connect-freq-initial limiter (reflect_filter.c),
+ * tls_oob_probe_reply(), the bound of three times the probe's size,
+ * send_standalone_reply() and the probe counters; for a client's hard
+ * reset the HMAC-cookie reset reply (send_hmac_reset_packet()).  Every
+ * wrap mode: none, tls-auth, tls-crypt, tls-crypt-v2.  Only the socket
+ * is left out: the harness reads the reply where send_standalone_reply()
+ * queues it (m->hmac_reply).
  *
  * Input:
  *   byte 0     bits 0-1  wrap mode (enum fuzz_wrap)
@@ -21,17 +27,32 @@
  *              bit 3     the datagram comes from an IPv6 address
  *              bit 4     (wrapped) use the other OOB opcode than the
  *                        mode's own (OOB_V1 <-> OOB_WKC_V1)
+ *              bit 5     --server-probe-reply off
+ *              bit 6     the server is full (--max-clients reached)
+ *              bit 7     the --connect-freq-initial limit is used up
  *   bytes 1-4  the server's clock, `now` (UNIX time, big endian)
  *   byte 5     --hand-window - 1
  *   bytes 6-7  source port
  *   bytes 8-   raw: the datagram; wrapped: session id (8) then payload
  *
- * Besides the sanitizers and the leak check, every reply the server
- * builds is checked: it is a P_CONTROL_OOB_V1 packet whose session id is
- * the HMAC cookie for the probe, it unwraps with the client's key of the
- * mode and decodes to a PROBE_REPLY that echoes the probe's session id.
+ * Besides the sanitizers and the leak check:
+ *   - a queued PROBE_REPLY is a P_CONTROL_OOB_V1 packet whose session id
+ *     is the HMAC cookie for the probe, that unwraps with the client's key
+ *     of the mode and decodes to a PROBE_REPLY that echoes the probe's
+ *     session id and carries the configured values; it is at most three
+ *     times the datagram's size; it answers an out-of-band datagram only,
+ *     never while off, full or rate limited;
+ *   - a queued hard reset answers a client's hard reset only and carries
+ *     the HMAC cookie;
+ *   - an out-of-band datagram moves exactly one counter of
+ *     m->probe_stats by one (answered, or the first drop reason that
+ *     applies: off, full, wrap, ...), any other datagram none; "answered"
+ *     moves exactly when a reply is queued.
  */
 #include "fuzz_peers.h"
+
+/* the code under test, with its static functions */
+#include "mudp.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void fuzz_mock_init(void);
@@ -40,6 +61,14 @@ void fuzz_mock_init(void);
 
 static struct fuzz_peer peers[FW_N];
 static hmac_ctx_t *cookie_hmac;
+static struct multi_context m;
+static struct context_buffers buffers;
+static struct hash no_instances;
+
+/* what the server advertises (--server-probe-reply 25 70 10) */
+static const struct oob_server_conf conf = {
+    .off = false, .max_latency_diff = 25, .weight = 70, .priority = 10
+};
 
 /* -DFUZZ_DEBUG: say what happened to each input */
 #ifdef FUZZ_DEBUG
@@ -67,64 +96,59 @@ init_once(void)
         fuzz_peer_init(&peers[w], w);
     }
     cookie_hmac = fuzz_cookie_hmac();
+
+    /* the parts of the server's multi_context the stateless path uses */
+    CLEAR(m);
+    m.top.c2.session_id_hmac = cookie_hmac;
+    m.top.c2.buffers = &buffers;
+    /* init_context_buffers(): the server's frame */
+    buffers.aux_buf = alloc_buf(BUF_SIZE(&peers[0].server.frame));
+    m.hash = &no_instances;
 }
 
-/* the reply, as the client of this mode would read it (oob_client.c) */
+/* the unwrapped reply as the client of this mode would read it
+ * (oob_client.c), or false */
+static bool
+unwrap_reply(struct fuzz_peer *p, const struct buffer *reply,
+             const struct link_socket_actual *from, struct buffer *out)
+{
+    *out = alloc_buf(BLEN(reply) + 256);
+    ASSERT(buf_init(out, 128));
+    ASSERT(buf_copy(out, reply));
+    struct tls_wrap_ctx ctx = p->client.tls_wrap;
+    return read_control_auth(out, &ctx, from, NULL);
+}
+
 static void
-check_reply(struct fuzz_peer *p, const struct buffer *reply,
-            const struct tls_pre_decrypt_state *state,
-            const struct link_socket_actual *from, int handwindow)
+check_probe_reply(struct fuzz_peer *p, const struct buffer *reply,
+                  const struct tls_pre_decrypt_state *state,
+                  const struct link_socket_actual *from, int handwindow)
 {
     CHECK(BLEN(reply) >= 1 + SID_SIZE);
-    CHECK(*BPTR(reply) == (P_CONTROL_OOB_V1 << P_OPCODE_SHIFT));
-
     struct session_id cookie = calculate_session_id_hmac(state->peer_session_id,
                                                          &from->dest, cookie_hmac,
                                                          handwindow, 0);
     CHECK(memcmp(BPTR(reply) + 1, cookie.id, SID_SIZE) == 0);
 
-    struct buffer buf = alloc_buf(BLEN(reply) + 256);
-    ASSERT(buf_init(&buf, 128));
-    ASSERT(buf_copy(&buf, reply));
-    struct tls_wrap_ctx ctx = p->client.tls_wrap;
-    CHECK(read_control_auth(&buf, &ctx, from, NULL));
+    struct buffer buf;
+    CHECK(unwrap_reply(p, reply, from, &buf));
     struct oob_probe_reply got;
     CHECK(oob_read_probe_reply(&buf, &got) == OOB_OK);
     CHECK(memcmp(got.peer_session_id.id, state->peer_session_id.id, SID_SIZE) == 0);
+    CHECK(got.priority == conf.priority && got.weight == conf.weight
+          && got.max_latency_diff == conf.max_latency_diff);
     free_buf(&buf);
 }
 
-/* mudp.c send_probe_reply(), without the rate limiter and the socket */
-static void
-probe_reply(struct fuzz_peer *p, struct tls_pre_decrypt_state *state,
-            const struct link_socket_actual *from, int probe_len,
-            int handwindow, bool with_wkc)
+static uint64_t
+stats_sum(const struct oob_server_stats *s)
 {
-    const char *why = oob_server_check_probe(&state->newbuf, now, handwindow);
-    if (why)
+    uint64_t sum = s->answered;
+    for (int i = 0; i < OOB_DROP_N; i++)
     {
-        TRACE("not answered: %s\n", why);
-        return;
+        sum += s->dropped[i];
     }
-
-    struct oob_probe_reply values = {
-        .priority = 10,
-        .weight = 70,
-        .max_latency_diff = 25,
-        .connect_lifetime =
-            oob_connect_lifetime(session_id_hmac_slot_length(handwindow)),
-        .flags = with_wkc ? OOB_REPLY_FLAG_RESEND_WKC : 0,
-    };
-    struct buffer buf = tls_oob_probe_reply(state, &p->server, &from->dest,
-                                            cookie_hmac, handwindow, &values);
-    if (BLEN(&buf) == 0 || BLEN(&buf) > 3 * probe_len)
-    {
-        TRACE("not answered: reply of %d bytes for %d\n", BLEN(&buf), probe_len);
-        return;
-    }
-    TRACE("answered: %d bytes for %d\n", BLEN(&buf), probe_len);
-    /* what send_standalone_reply() would send */
-    check_reply(p, &buf, state, from, handwindow);
+    return sum;
 }
 
 int
@@ -140,6 +164,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool wrapped = data[0] & 4;
     bool ipv6 = data[0] & 8;
     bool other_op = data[0] & 16;
+    bool off = data[0] & 32;
+    bool full = data[0] & 64;
+    bool limited = data[0] & 128;
     now = (time_t)(((uint32_t)data[1] << 24) | ((uint32_t)data[2] << 16)
                    | ((uint32_t)data[3] << 8) | data[4]);
     int handwindow = data[5] + 1;
@@ -195,20 +222,104 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         pkt = fuzz_datagram(data, size, p->server.frame.buf.headroom);
     }
-
-    /* mudp.c do_pre_decrypt_check() */
-    struct tls_pre_decrypt_state state = { 0 };
-    enum first_packet_verdict verdict =
-        tls_pre_decrypt_lite(&p->server, &state, &from, &pkt);
-    TRACE("mode %s, %s, verdict %d\n", fuzz_wrap_name[data[-HDR_LEN] & 3],
-          wrapped ? "wrapped" : "raw", verdict);
-    if (verdict == VERDICT_VALID_OOB_V1 || verdict == VERDICT_VALID_OOB_WKC_V1)
+    /* multi_get_create_instance_udp() calls do_pre_decrypt_check() only
+     * for a datagram of at least one byte */
+    if (BLEN(&pkt) == 0)
     {
-        probe_reply(p, &state, &from, BLEN(&pkt), handwindow,
-                    verdict == VERDICT_VALID_OOB_WKC_V1);
+        free_buf(&pkt);
+        return 0;
     }
+    int op = *BPTR(&pkt) >> P_OPCODE_SHIFT;
+    int pkt_len = BLEN(&pkt);
+
+    /* the server as this input configures it; every input starts from
+     * the same state (a fresh rate limiter, no queued reply) */
+    m.top.c2.tls_auth_standalone = &p->server;
+    m.top.c2.buf = pkt;
+    m.top.c2.from = from;
+    m.top.options.handshake_window = handwindow;
+    m.probe_reply = conf;
+    m.probe_reply.off = off;
+    m.max_clients = 16;
+    no_instances.n_elements = full ? m.max_clients : 0;
+    /* --connect-freq-initial 100 10 (the default), or used up */
+    m.initial_rate_limiter = initial_rate_limit_init(100, 10);
+    /* initial_rate_limit_init() leaves this uninitialised (malloc); in a
+     * server the first check resets it, since there `now` (UNIX time) is
+     * always past the first period, here `now` can be 0 */
+    m.initial_rate_limiter->warning_displayed = false;
+    if (limited)
+    {
+        /* 100 initial packets in this period already */
+        for (int i = 0; i < 100; i++)
+        {
+            ASSERT(reflect_filter_rate_limit_check(m.initial_rate_limiter));
+        }
+    }
+    CLEAR(m.hmac_reply);
+    m.hmac_reply_dest = NULL;
+    struct oob_server_stats before = m.probe_stats;
+
+    /* multi_get_create_instance_udp(): no instance for this address */
+    struct tls_pre_decrypt_state state = { 0 };
+    struct mroute_addr real;
+    CLEAR(real);
+    bool create = do_pre_decrypt_check(&m, &state, real);
+
+    const struct buffer *reply = &m.hmac_reply;
+    uint64_t moved = stats_sum(&m.probe_stats) - stats_sum(&before);
+    bool answered = m.probe_stats.answered != before.answered;
+    TRACE("mode %s, %s, op %d, create %d, reply %d bytes, counters moved %d\n",
+          fuzz_wrap_name[data[-HDR_LEN] & 3], wrapped ? "wrapped" : "raw", op,
+          create, BLEN(reply), (int)moved);
+
+    if (packet_opcode_is_oob(op))
+    {
+        /* counted once, under one reason (oob.h enum oob_drop) */
+        CHECK(moved == 1);
+        CHECK(!create);
+        CHECK(answered == (BLEN(reply) > 0));
+        if (off)
+        {
+            CHECK(m.probe_stats.dropped[OOB_DROP_OFF] == before.dropped[OOB_DROP_OFF] + 1);
+        }
+        else if (full)
+        {
+            CHECK(m.probe_stats.dropped[OOB_DROP_FULL] == before.dropped[OOB_DROP_FULL] + 1);
+        }
+        if (answered)
+        {
+            CHECK(!off && !full && !limited);
+            CHECK(BLEN(reply) <= 3 * pkt_len);
+            CHECK(m.hmac_reply_dest == &m.top.c2.from);
+            CHECK(*BPTR(reply) == (P_CONTROL_OOB_V1 << P_OPCODE_SHIFT));
+            check_probe_reply(p, reply, &state, &from, handwindow);
+        }
+    }
+    else
+    {
+        CHECK(moved == 0);
+        if (BLEN(reply) > 0)
+        {
+            /* the HMAC cookie reset, for a client's hard reset only */
+            CHECK(op == P_CONTROL_HARD_RESET_CLIENT_V2
+                  || op == P_CONTROL_HARD_RESET_CLIENT_V3);
+            CHECK(!create);
+            CHECK(*BPTR(reply) == (P_CONTROL_HARD_RESET_SERVER_V2 << P_OPCODE_SHIFT));
+            CHECK(BLEN(reply) >= 1 + SID_SIZE);
+            struct session_id cookie = calculate_session_id_hmac(state.peer_session_id,
+                                                                 &from.dest, cookie_hmac,
+                                                                 handwindow, 0);
+            CHECK(memcmp(BPTR(reply) + 1, cookie.id, SID_SIZE) == 0);
+        }
+    }
+
     /* multi_get_create_instance_udp() */
     free_tls_pre_decrypt_state(&state);
+    initial_rate_limit_free(m.initial_rate_limiter);
+    m.initial_rate_limiter = NULL;
+    CLEAR(m.hmac_reply);
     free_buf(&pkt);
+    CLEAR(m.top.c2.buf);
     return 0;
 }

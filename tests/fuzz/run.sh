@@ -3,9 +3,9 @@
 # and run each for FUZZ_SECONDS (default 20) from its seed corpus:
 #
 #   fuzz_oob         the OOB payload codec (oob.c)
-#   fuzz_oob_server  a server's stateless path for one datagram:
-#                    tls_pre_decrypt_lite() + what mudp.c's send_probe_reply()
-#                    does, in all four wrap modes
+#   fuzz_oob_server  a server's stateless path for one datagram: mudp.c's
+#                    own do_pre_decrypt_check() (mudp.c is compiled in),
+#                    in all four wrap modes
 #   fuzz_oob_client  a probing client's oob_client_receive(), all wrap modes
 #
 #   tests/fuzz/run.sh [TARGET...]     build and run (default: all targets)
@@ -75,7 +75,7 @@ libs=(-lssl -lcrypto -lcap-ng)
 ovpn=(argv base64 buffer crypto crypto_openssl crypto_mbedtls env_set oob otime
       packet_id platform reliable run_command session_id ssl_pkt win32-util tls_crypt)
 fuzz_oob_objs=(fuzz_oob fuzz_mock oob buffer platform mock_get_random)
-fuzz_oob_server_objs=(fuzz_oob_server fuzz_mock "${ovpn[@]}")
+fuzz_oob_server_objs=(fuzz_oob_server fuzz_server_stubs fuzz_mock "${ovpn[@]}" reflect_filter)
 fuzz_oob_client_objs=(fuzz_oob_client fuzz_client_stubs fuzz_mock "${ovpn[@]}")
 gen_seeds_objs=(gen_seeds fuzz_mock "${ovpn[@]}")
 
@@ -120,14 +120,15 @@ build() {  # target -> $out/target
     local files=()
     for n in "${objs[@]}"; do files+=("$obj/$n.o"); done
     if ! link "$t" "${files[@]}"; then
-        # fuzz_oob_client compiles all of oob_client.c: functions that only
-        # its other parts use get a stub that aborts when called (see
-        # fuzz_client_stubs.c)
+        # fuzz_oob_client compiles all of oob_client.c, fuzz_oob_server all
+        # of mudp.c: functions that only their other parts use get a stub
+        # that aborts when called (see fuzz_client_stubs.c and
+        # fuzz_server_stubs.c)
         local undef
         undef=$(sed -n "s/.*undefined reference to \`\([A-Za-z0-9_]*\)'.*/\1/p" \
                 "$obj/$t.link.log" | sort -u)
-        if [ "$t" = fuzz_oob_client ] && [ -n "$undef" ]; then
-            echo "fuzz: $t: stubbing what oob_client.c needs besides oob_client_receive():" $undef
+        if [ "$t" = fuzz_oob_client ] || [ "$t" = fuzz_oob_server ] && [ -n "$undef" ]; then
+            echo "fuzz: $t: stubbing what the compiled-in file needs besides the fuzzed path:" $undef
             { echo '#include <stdio.h>'; echo '#include <stdlib.h>'
               for n in $undef; do
                   echo "void $n(void); void $n(void) { fprintf(stderr, \"stub $n called\\n\"); abort(); }"

@@ -1,15 +1,24 @@
 #!/bin/bash
 # Does tests/fuzz/run.sh catch bugs?  Copy the patched build copy to
-# build/fuzz-broken/src, plant one deliberate bug per target there, and
-# run each target against the copy: run.sh must exit 1 for every one.
+# build/fuzz-broken/src, plant deliberate bugs there, and run each target
+# against the copy: run.sh must exit 1 and report the planted bug, not
+# another one.  Each bug is switched on at run time by FUZZ_PLANT=<name>
+# (the copy is built once; a run has only its own bug), so a target cannot
+# pass by finding another target's bug:
 #
-#   fuzz_oob         oob.c: a TLV may run 4 bytes past the payload
-#   fuzz_oob_server  ssl_pkt.c tls_oob_probe_reply(): leaks 32 bytes when
-#                    the probe's session id starts with 0x42
-#   fuzz_oob_client  oob_client.c oob_client_receive(): length check off
-#                    by one before reading the header session id
+#   fuzz_oob         oob    oob.c: a TLV may run 4 bytes past the payload
+#   fuzz_oob_server  leak   ssl_pkt.c tls_oob_probe_reply(): leaks 32 bytes
+#                           when the probe's session id starts with 0x42
+#   fuzz_oob_server  mudp   mudp.c probe_reply_possible(): with
+#                           --server-probe-reply off, a probe is still
+#                           answered when the server's clock is even (only
+#                           found by fuzzing mudp.c itself)
+#   fuzz_oob_client  client oob_client.c oob_client_receive(): length check
+#                           off by one before reading the header session id
 #
-# FUZZ_SECONDS per target (default 60).  Exit 0 when every bug was found.
+# FUZZ_SECONDS per run (default 60; each stops at its first finding).
+# Exit 0 when every bug was found, 77 (with run.sh's SKIP line) when this
+# machine cannot build libFuzzer programs.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -22,7 +31,7 @@ mkdir -p "$broken"
 rsync -a --exclude='*.o' --exclude='.deps' --exclude='.libs' --exclude='*testdriver' \
     --exclude=doc "$from/" "$broken/src/" || exit 1
 
-python3 - "$broken/src/src/openvpn" <<'EOF' || { echo "FAIL: cannot plant the bugs (the code changed?)"; exit 1; }
+python3 - "$broken/src/src/openvpn" <<'EOF_PY' || { echo "FAIL: cannot plant the bugs (the code changed?)"; exit 1; }
 import sys
 d = sys.argv[1]
 def plant(f, old, new):
@@ -30,27 +39,59 @@ def plant(f, old, new):
     s = open(p).read()
     if s.count(old) != 1:
         sys.exit("%s: the code to break is not there" % f)
-    open(p, "w").write(s.replace(old, new))
+    s = s.replace(old, new)
+    # the switch: FUZZ_PLANT=<name> in the environment
+    fn = "fuzz_plant_" + f.replace(".", "_")
+    if fn + "(const" not in s:
+        # (declared, not #included: before config.h an include would
+        # settle the feature macros too early)
+        s = ("char *getenv(const char *);\nint strcmp(const char *, const char *);\n"
+             "static int %s(const char *n)\n"
+             "{\n    const char *v = getenv(\"FUZZ_PLANT\");\n"
+             "    return v && strcmp(v, n) == 0;\n}\n" % fn) + s
+    open(p, "w").write(s)
 plant("oob.c", "if (BLEN(buf) < len)",
-      "if (BLEN(buf) + 4 < len) /* DELIBERATE BUG */")
+      "if (BLEN(buf) + (fuzz_plant_oob_c(\"oob\") ? 4 : 0) < len) /* DELIBERATE BUG */")
 plant("ssl_pkt.c", "    reply.peer_session_id = state->peer_session_id;\n",
       "    reply.peer_session_id = state->peer_session_id;\n"
-      "    if (state->peer_session_id.id[0] == 0x42) /* DELIBERATE BUG */\n"
+      "    if (fuzz_plant_ssl_pkt_c(\"leak\") && state->peer_session_id.id[0] == 0x42) /* DELIBERATE BUG */\n"
       "    {\n        struct buffer leak = alloc_buf(32);\n"
       "        buf_write_u8(&leak, 1);\n    }\n")
+plant("mudp.c", "if (m->probe_reply.off)",
+      "if (m->probe_reply.off && !(fuzz_plant_mudp_c(\"mudp\") && now % 2 == 0)) /* DELIBERATE BUG */")
 plant("oob_client.c", "if (BLEN(pkt) < 1 + SID_SIZE",
-      "if (BLEN(pkt) < SID_SIZE /* DELIBERATE BUG */")
-EOF
+      "if (BLEN(pkt) < (fuzz_plant_oob_client_c(\"client\") ? 0 : 1) + SID_SIZE /* DELIBERATE BUG */")
+EOF_PY
 
+# target, plant, what the report must show (in the target's log): the
+# kind of finding, and where (a frame of the planted function)
+cases=(
+    "fuzz_oob        oob    ERROR:.AddressSanitizer  in.oob_[a-z_]+.*/oob\\.c:"
+    "fuzz_oob_server leak   ERROR:.LeakSanitizer     in.tls_oob_probe_reply.*/ssl_pkt\\.c:"
+    "fuzz_oob_server mudp   fuzz_oob_server:.check.failed:.*OOB_DROP_OFF  in.LLVMFuzzerTestOneInput"
+    "fuzz_oob_client client ERROR:.AddressSanitizer  in.oob_client_receive.*/oob_client\\.c:"
+)
 fail=0
-for t in fuzz_oob fuzz_oob_server fuzz_oob_client; do
-    FUZZ_SRC="$broken/src" FUZZ_OUT="$broken/out" FUZZ_SECONDS=${FUZZ_SECONDS:-60} \
-        "$here/run.sh" "$t" >"$broken/$t.out" 2>&1
+for c in "${cases[@]}"; do
+    read -r t p kind where <<<"$c"
+    rm -rf "$broken/out/corpus" "$broken/out/crashes"
+    t0=$(date +%s)
+    FUZZ_PLANT=$p FUZZ_SRC="$broken/src" FUZZ_OUT="$broken/out" FUZZ_SECONDS=${FUZZ_SECONDS:-60} \
+        "$here/run.sh" "$t" >"$broken/$t-$p.out" 2>&1
     rc=$?
-    if [ $rc -eq 1 ] && grep -q "FINDINGS" "$broken/$t.out"; then
-        echo "ok: $t found its planted bug (run.sh exit 1): $(grep -m1 -E 'ERROR: [A-Za-z]+Sanitizer: [a-z-]+' -o "$broken/out/$t.log")"
+    cp "$broken/out/$t.log" "$broken/$t-$p.log" 2>/dev/null
+    took=$(( $(date +%s) - t0 ))
+    if [ $rc -eq 77 ]; then
+        # run.sh cannot build libFuzzer programs here: its SKIP line
+        grep -m1 '^SKIP' "$broken/$t-$p.out" || echo "SKIP: run.sh exited 77"
+        exit 77
+    fi
+    if [ $rc -eq 1 ] && grep -q "FINDINGS" "$broken/$t-$p.out" &&
+       grep -qE "$kind" "$broken/$t-$p.log" && grep -qE "$where" "$broken/$t-$p.log"; then
+        echo "ok: $t found the planted bug '$p' in ${took}s (run.sh exit 1): $(grep -m1 -oE 'ERROR: [A-Za-z]+Sanitizer: [a-z-]+|check failed: .*' "$broken/$t-$p.log")"
     else
-        echo "FAIL: $t did not find its planted bug (run.sh exit $rc, see $broken/$t.out)"
+        echo "FAIL: $t did not find the planted bug '$p' in ${took}s (run.sh exit $rc, see ${broken#"$top"/}/$t-$p.out and $t-$p.log)"
+        tail -n 5 "$broken/$t-$p.out" | sed 's/^/    /'
         fail=1
     fi
 done
