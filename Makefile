@@ -13,7 +13,7 @@ else
 WT  := build/openvpn-$(BASE)
 endif
 
-.PHONY: all deps fetch tree retree export series-check check-commits build baseline \
+.PHONY: all deps fetch tree retree export series-check check-commits build baseline master-builds \
         check test-only style relay demo bench clean distclean help \
         deb check-deb check-trixie check-asan fuzz-long
 
@@ -75,8 +75,16 @@ relay:
 style: tree
 	@python3 scripts/style.py; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
-check: deps build baseline relay
+# both series: 2.6 (build, baseline) and, once patches/master/ holds it,
+# master (build/bin/openvpn-master and the unpatched openvpn-master-baseline)
+check: deps build baseline relay master-builds
 	@tests/check.sh
+
+master-builds:
+	@if [ -s patches/master/series ]; then \
+	    $(MAKE) --no-print-directory tree BASE=master && \
+	    BASE=master scripts/build.sh patched && BASE=master scripts/build.sh baseline; \
+	fi
 
 # run the tests without (re)building
 test-only:

@@ -10,7 +10,8 @@
 #                                 scripts/fetch-base.sh (apt-get source)
 #   git COMMIT [REF]              a full git commit id (and the ref it was
 #                                 taken from), from a git URL or bundle
-#                                 (scripts/fetch-git.sh)
+#                                 (scripts/fetch-git.sh); "git" may be
+#                                 left out
 #
 # So a third base (say v2.7.6) is one more directory and one line:
 #   mkdir patches/2.7 && echo "git 327a33de2aa21883f3d206774c1d0801b244fce6 v2.7.6" >patches/2.7/BASE
@@ -47,6 +48,8 @@ base_load()
         return 1
     fi
     line=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$PATCHES/BASE" | head -n 1)
+    # a line that starts with a full commit id is a git base
+    [[ $line =~ ^[0-9a-f]{40}([[:space:]]|$) ]] && line="git $line"
     read -r BASE_KIND BASE_PIN BASE_REF <<<"$line"
     case $BASE_KIND in
         debian) read -r _ BASE_PACKAGE BASE_VERSION <<<"$line"

@@ -329,6 +329,51 @@ for t in "$top"/tests/e2e/t_*.sh; do
     step "e2e/${n#t_}" 600 "$t"
 done
 
+# the master series (patches/master/, build/openvpn-master): the same
+# checks of the work tree, the series and the style (clang-format 21.1.8),
+# its unit tests under autotools (every driver PASS) and under CMake
+# (ctest), and the end-to-end tests that exercise it against unpatched
+# master built the same way and against the 2.6 series (t_cross runs above
+# when build/bin/openvpn-master exists)
+master_unit()
+{
+    timeout --kill-after=10 600 make -C "$top/build/obj/master-patched/src/tests/unit_tests" check 2>&1 |
+        tee "$logs/master-unit.out"
+    local rc=${PIPESTATUS[0]}
+    grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP): ' "$logs/master-unit.out"
+    [ "$rc" -eq 0 ] && ! grep -qE '^(FAIL|ERROR|XPASS): ' "$logs/master-unit.out" &&
+        grep -qE '^PASS: .*oob' "$logs/master-unit.out"
+}
+master_cmake()
+{
+    local b="$top/build/obj/master-cmake"
+    cmake -S "$top/build/openvpn-master" -B "$b" -DUNSUPPORTED_BUILDS=ON \
+        -DCMAKE_BUILD_TYPE=Release >"$logs/master-cmake.configure" 2>&1 ||
+        { tail -30 "$logs/master-cmake.configure"; return 1; }
+    nice cmake --build "$b" -j"$(nproc)" >"$logs/master-cmake.build" 2>&1 ||
+        { grep -m40 -E 'error|Error' "$logs/master-cmake.build"; return 1; }
+    timeout --kill-after=10 600 ctest --test-dir "$b" --output-on-failure 2>&1 | tee "$logs/master-ctest.out"
+    local rc=${PIPESTATUS[0]}
+    grep -qiE 'test_oob|oob' "$logs/master-ctest.out" || { echo "ctest ran no test of the series"; return 1; }
+    return "$rc"
+}
+master_e2e()
+{
+    TB_BIN="$top/build/bin/openvpn-master" TB_BASELINE="$top/build/bin/openvpn-master-baseline" \
+        TB_ROOT="$top/build/testbed-master" "$top/tests/e2e/$1.sh"
+}
+export -f master_unit master_cmake master_e2e
+if [ -s "$top/patches/master/series" ]; then
+    step master/worktree       60 worktree master
+    step master/series-check  300 series_check master
+    step master/style         300 env BASE=master python3 "$top/scripts/style.py"
+    step master/unit-tests    700 master_unit
+    step master/cmake        1200 master_cmake
+    for t in ${MASTER_E2E:-t_interop t_client_probe t_shortcut t_server_probe t_hostile t_reconnect t_client_ops t_operator}; do
+        step "master/e2e/${t#t_}" 600 master_e2e "$t"
+    done
+fi
+
 # the seeded soak (tests/soak/README.md), a fixed list of seeds (soak.py
 # CHECK_SEEDS), about 4 minutes; seeds SEEDS_V2 crash build/bin/openvpn-v2
 step soak 330 "$top/tests/soak/soak.py" --check
