@@ -201,24 +201,22 @@ E=$(tb_port 5) EM=$(tb_port 50)
 tb_log "(e) a management change survives a SIGUSR1 restart of the server"
 tb_server se "$E" -- --server-probe-reply 0 50 100 --management 127.0.0.1 "$EM"
 mgmt "$EM" "server-probe-reply 0 50 65535" | sed 's/^/#   | /'
-kill -USR1 "$(tb_pid se)"
-for ((i = 0; i < 300; i++)); do
-    [ "$(count_log se "Initialization Sequence Completed")" -ge 2 ] && break
-    sleep 0.02
-done
-sleep 0.3
-after=$(mgmt "$EM" "server-probe-reply")
-echo "#   | $after"
+# restart_server SIGNAL N: signal the server, wait for its Nth start
+restart_server()
+{
+    kill -"$1" "$(tb_pid se)"
+    for ((i = 0; i < 300; i++)); do
+        [ "$(count_log se "Initialization Sequence Completed")" -ge "$2" ] && break
+        sleep 0.02
+    done
+    sleep 0.3
+    after=$(mgmt "$EM" "server-probe-reply")
+    echo "#   | $after"
+}
+restart_server USR1 2
 check "(e) after SIGUSR1: still priority 65535 ($after)" \
     grep -q "priority=65535" <<<"$after"
-kill -HUP "$(tb_pid se)"
-for ((i = 0; i < 300; i++)); do
-    [ "$(count_log se "Initialization Sequence Completed")" -ge 3 ] && break
-    sleep 0.02
-done
-sleep 0.3
-after=$(mgmt "$EM" "server-probe-reply")
-echo "#   | $after"
+restart_server HUP 3
 check "(e) after SIGHUP: the configuration's priority 100 ($after)" \
     grep -q "priority=100" <<<"$after"
 tb_stop se

@@ -134,19 +134,7 @@ tb_stop sc
 # ------------------------------------------------------------------ (d)
 tb_log "(d) resolver children"
 ip addr add 127.0.0.53/8 dev lo 2>/dev/null || true
-tb__spawn dns python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("127.0.0.53", 53))
-print("listening", flush=True)
-end = time.monotonic() + 300
-s.settimeout(0.5)
-while time.monotonic() < end:
-    try:
-        s.recvfrom(4096)
-    except socket.timeout:
-        pass
-'
+tb__spawn dns python3 "$here/dns_stub.py" --addr 127.0.0.53 --mode silent
 for ((i = 0; i < 500; i++)); do grep -q listening "$TB_DIR/dns.stderr" 2>/dev/null && break; sleep 0.01; done
 D=$(tb_port 4) M=$(tb_port 40)
 remotes=()
@@ -213,20 +201,7 @@ tb_stop cd2
 tb_stop dns
 
 # NXDOMAIN: a name server that answers at once with NXDOMAIN
-tb__spawn nx python3 -c '
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("127.0.0.53", 53))
-print("listening", flush=True)
-while True:
-    q, a = s.recvfrom(4096)
-    if len(q) < 12:
-        continue
-    r = bytearray(q)
-    r[2] = 0x81 | (q[2] & 0x01); r[3] = 0x83   # response, RD copied, RA, NXDOMAIN
-    r[6:12] = b"\0" * 6
-    s.sendto(bytes(r), a)
-'
+tb__spawn nx python3 "$here/dns_stub.py" --addr 127.0.0.53 --mode nxdomain
 for ((i = 0; i < 500; i++)); do grep -q listening "$TB_DIR/nx.stderr" 2>/dev/null && break; sleep 0.01; done
 tb_client cn --bin "$TB_DIR/ovpn-hosts" -- --remote nx.example.org "$D" udp4 \
     --remote 127.0.0.1 "$D" udp4 --server-probe --connect-retry 1

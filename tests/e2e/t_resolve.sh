@@ -26,22 +26,7 @@ command -v python3 >/dev/null 2>&1 || tb_skip_or_ci_fail "python3 is missing"
 tb_setup resolve server-probe -- "$@"
 
 # the silent name server: reads queries on 127.0.0.1:53, never answers
-tb__spawn dns python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("127.0.0.1", 53))
-t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-t.bind(("127.0.0.1", 53)); t.listen(16)
-print("listening", flush=True)
-end = time.monotonic() + 300
-s.settimeout(0.5)
-while time.monotonic() < end:
-    try:
-        s.recvfrom(4096)
-    except socket.timeout:
-        pass
-'
+tb__spawn dns python3 "$here/dns_stub.py" --addr 127.0.0.1 --mode silent
 printf 'nameserver 127.0.0.1\noptions timeout:3 attempts:1\n' >"$TB_DIR/resolv.conf"
 for b in patched:"$TB_BIN" baseline:"$TB_BASELINE"; do
     cat >"$TB_DIR/${b%%:*}-silentdns" <<WRAP
