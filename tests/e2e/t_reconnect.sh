@@ -24,7 +24,12 @@
 #       ulimit -n 64 give at most one warning;
 #   (e) a forged ICMP port unreachable quoting the client's probe port but
 #       not a probe of ours (wrong session id; a quote cut after the UDP
-#       header) does not demote a live server: it is still ranked first.
+#       header) does not demote a live server: it is still ranked first;
+#   (f) a name with two addresses whose better one (priority 10) answers
+#       probes but fails TLS: the client tries the name's other address
+#       next and connects there (as unpatched does), instead of moving on,
+#       re-probing and picking the failing address again (found by the
+#       soak: seeds 28, 74, 84, 100, 133).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -245,6 +250,35 @@ check "(e) the live server behind them is still ranked first (priority 10)" \
     grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$ER rtt=[0-9.]+ms prio=10 weight=50 place=1" "$TB_DIR/ce.log"
 check "(e) and connected to" test "$(tb_connected_port ce)" = "$ER"
 tb_stop ce
+
+# ------------------------------------------------------------------ (f)
+F=$(tb_port 7)
+tb_log "(f) multi.test:$F: 127.0.0.1 answers probes but fails TLS, 127.0.0.2 works"
+mkdir -p "$TB_DIR/pki2"
+( cd "$TB_DIR/pki2" &&
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout ca.key -out ca.crt -days 3 -subj /CN=other-ca &&
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout s.key -out s.csr -subj /CN=other-server &&
+  printf 'extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n' >s.ext &&
+  openssl x509 -req -in s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out s.crt \
+      -days 3 -extfile s.ext ) >"$TB_DIR/pki2.log" 2>&1 || tb_die "pki2 failed"
+tb_server sf1 "$F" -- --local 127.0.0.1 --server-probe-reply 0 50 10 \
+    --cert "$TB_DIR/pki2/s.crt" --key "$TB_DIR/pki2/s.key"
+tb_server sf2 "$F" -- --local 127.0.0.2 --server-probe-reply 0 50 100
+tb_client cf --bin "$TB_DIR/ovpn-hosts" -- --remote multi.test "$F" udp4 \
+    --server-probe --hand-window 5 --connect-retry 1
+if ms=$(tb_wait_connected cf 40); then
+    check "(f) the failing address was ranked first (prio 10)" \
+        grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$F rtt=[0-9.]+ms prio=10" "$TB_DIR/cf.log"
+    check "(f) connected to the name's other address 127.0.0.2:$F ($ms ms)" \
+        test "$(tb_connected_server cf)" = "127.0.0.2:$F"
+    check "(f) without a second phase (one phase: $(count_log cf "server-probe: probing"))" \
+        test "$(count_log cf "server-probe: probing")" -eq 1
+else
+    not_ok "(f) not connected within 40 s ($(count_log cf "server-probe: probing") phases)"
+fi
+tb_stop cf; tb_stop sf1; tb_stop sf2
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
