@@ -161,3 +161,13 @@ clean:
 distclean:
 	rm -rf build
 	-$(MAKE) -s -C testbed/relay clean
+
+# Windows (tests/windows/README.md): the master series cross-built with
+# mingw-w64 and CMake (libraries from Debian's source packages, cached in
+# build/win/deps), openvpn.exe and the unit tests in build/win/bin/; the
+# checks run them under Wine (unit tests, --version/--help, the probe)
+.PHONY: windows check-windows
+windows:
+	@scripts/windows.sh build
+check-windows:
+	@scripts/windows.sh check

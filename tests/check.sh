@@ -374,8 +374,12 @@ if [ -s "$top/patches/master/series" ]; then
     done
 fi
 
-# the seeded soak (tests/soak/README.md), a fixed list of seeds (soak.py
-# CHECK_SEEDS), about 4 minutes; seeds SEEDS_V2 crash build/bin/openvpn-v2
+# the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's
+# CHECK_SEEDS (2,3,5,15,18,19,20,26,38,47,74,75,84,85,89,100,107,109,122,
+# 127,129,133), about 3.5 minutes; seeds 2, 5, 15, 19, 20, 26 and 38 crash
+# (SIGSEGV) build/bin/openvpn-v2: the re-probe after "every remote failed"
+# on a name with 2-3 dead addresses, and the re-probe after a ping-restart;
+# 74, 84, 100 and 133 trapped the client on one failing address of a name
 step soak 330 "$top/tests/soak/soak.py" --check
 
 echo
