@@ -17,9 +17,12 @@ pkgs=(autoconf automake libtool pkg-config make gcc
       # the mbedTLS variant (scripts/build.sh mbedtls), upstream's CI
       # builds it too; libfaketime for the wall-clock jump in t_clock.sh
       libmbedtls-dev faketime libfaketime
-      # the master series: CMake, and npm for clang-format 21.1.8
-      # (scripts/clang-format.sh)
-      cmake npm)
+      # the master series: CMake (npm for clang-format 21.1.8, see below)
+      cmake)
+# npm (scripts/clang-format.sh installs clang-format-node@2.0.8 with it):
+# the machine's Node.js may ship it (nodejs from elsewhere conflicts with
+# Debian's npm package); only without an npm command is Debian's installed
+command -v npm >/dev/null || pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
