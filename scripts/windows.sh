@@ -167,7 +167,7 @@ build_openssl()
     (cd "$b" &&
         "${NICE[@]}" ./Configure mingw64 --cross-compile-prefix=$HOST- \
             --prefix="$PREFIX" --libdir=lib --openssldir="$PREFIX/ssl" \
-            no-shared no-tests no-docs no-apps no-module no-legacy \
+            no-shared no-tests no-module no-legacy \
             no-capieng enable-static-engine &&
         "${NICE[@]}" make -j"$JOBS" build_libs &&
         make install_dev) >"$W/deps/openssl.log" 2>&1 ||
@@ -212,7 +212,12 @@ build_cmocka()
             -DBUILD_SHARED_LIBS=OFF -DWITH_STATIC_LIB=ON -DWITH_EXAMPLES=OFF \
             -DUNIT_TESTING=OFF -DPICKY_DEVELOPER=OFF &&
         "${NICE[@]}" ninja -C "$b" -j"$JOBS" &&
-        ninja -C "$b" install) >"$W/deps/cmocka.log" 2>&1 ||
+        ninja -C "$b" install &&
+        # static only: cmocka 1.1's Windows header has no dllimport, the
+        # test programs then need no cmocka.dll beside them
+        mv "$PREFIX/lib/libcmocka-static.a" "$PREFIX/lib/libcmocka.a" &&
+        rm -rf "$PREFIX/lib/libcmocka.dll.a" "$PREFIX/bin/cmocka.dll" "$PREFIX/lib/cmake/cmocka") \
+        >"$W/deps/cmocka.log" 2>&1 ||
         die "cmocka build failed (see $W/deps/cmocka.log)"
 }
 
@@ -262,49 +267,106 @@ upstream_fetch()
         "$top/scripts/fetch-git.sh" "$PIN" || die "cannot fetch upstream commit $PIN"
 }
 
-# prepare_tree VARIANT: build/win/src/VARIANT at the pin (+ the series)
+# variant_info VARIANT: sets ORIGIN (a git repository), BASEREV (commit)
+# and VPATCHES (the patch directory, empty for none)
+variant_info()
+{
+    case $1 in
+        master)         ORIGIN="$top/build/src/openvpn.git"; BASEREV=$PIN; VPATCHES= ;;
+        master-patched) ORIGIN="$top/build/src/openvpn.git"; BASEREV=$PIN; VPATCHES=$PATCHES ;;
+        2.6-patched)    # the 2.6 series on its base (the tag "upstream" of
+                        # the work tree: Debian's 2.6.14-0+deb12u2 source)
+                        ORIGIN="$top/build/openvpn"
+                        BASEREV=$(git -C "$ORIGIN" rev-parse upstream^{commit})
+                        VPATCHES="$top/patches/2.6" ;;
+        *) die "unknown variant $1" ;;
+    esac
+}
+
+# patch_list DIR: the patches of DIR/series, one path a line
+patch_list()
+{
+    [ -n "$1" ] && [ -f "$1/series" ] || return 0
+    sed -e 's/#.*//' -e '/^[[:space:]]*$/d' -e "s|^|$1/|" "$1/series"
+}
+
+# tree_of VARIANT: the source tree (build/win/src/T) and build directory
+# (build/win/obj/T) it is built in.  master and master-patched share one:
+# switching it between the two rebuilds only what the series touches
+tree_of()
+{
+    case $1 in
+        master|master-patched) echo master ;;
+        *) echo "$1" ;;
+    esac
+}
+
+# variant_want VARIANT: a stamp of what the variant is built from
+variant_want()
+{
+    local p
+    variant_info "$1"
+    { echo "$BASEREV"; patch_list "$VPATCHES" | while read -r p; do
+        sha256sum <"$p"; done; } | sha256sum | cut -c1-16
+}
+
+# prepare_tree VARIANT: its source tree at its base (+ its series)
 prepare_tree()
 {
-    local v=$1 d="$W/src/$1" want have p
-    if [ "$v" = master-patched ]; then
-        want=$( { echo "$PIN"; series_patches | while read -r p; do
-                    sha256sum <"$PATCHES/$p"; done; } | sha256sum | cut -c1-16)
-    else
-        want=$PIN
-    fi
-    have=$(cat "$d/.win-stamp" 2>/dev/null || true)
+    local v=$1 d want have p
+    d="$W/src/$(tree_of "$v")"
+    want=$(variant_want "$v")
+    variant_info "$v"
+    have=$(cat "$d/.git/win-stamp" 2>/dev/null || true)
     if [ -d "$d/.git" ] && [ "$have" = "$want" ] && [ -z "$(git -C "$d" status --porcelain)" ]; then
         return 0
     fi
     if [ ! -d "$d/.git" ]; then
         mkdir -p "$W/src"
-        git clone -q "$top/build/src/openvpn.git" "$d" 2>/dev/null
+        git clone -q "$ORIGIN" "$d" 2>/dev/null
     fi
     git -C "$d" am --abort >/dev/null 2>&1 || true
+    git -C "$d" fetch -q "$ORIGIN" "$BASEREV" 2>/dev/null || true
     # reset keeps unchanged files' timestamps, so the build stays incremental
-    git -C "$d" checkout -q --detach "$PIN"
-    git -C "$d" reset -q --hard "$PIN"
-    git -C "$d" clean -qfdx -e /out
-    if [ "$v" = master-patched ]; then
+    git -C "$d" checkout -q --detach "$BASEREV"
+    git -C "$d" reset -q --hard "$BASEREV"
+    git -C "$d" clean -qfdx
+    if [ -n "$VPATCHES" ]; then
         local list=()
-        while read -r p; do list+=("$PATCHES/$p"); done < <(series_patches)
+        while read -r p; do list+=("$p"); done < <(patch_list "$VPATCHES")
         git -C "$d" -c user.name=windows-build -c user.email=windows@localhost \
             am -q --committer-date-is-author-date "${list[@]}" >"$W/src/$v-am.log" 2>&1 ||
-            die "git am of patches/master/ failed on $PIN (see $W/src/$v-am.log)"
-        log "$v: applied ${#list[@]} patch(es) of patches/master/series"
+            die "git am of ${VPATCHES#"$top"/}/ failed on $BASEREV (see $W/src/$v-am.log)"
+        log "$v: applied ${#list[@]} patch(es) of ${VPATCHES#"$top"/}/series"
     fi
-    echo "$want" >"$d/.win-stamp"
+    echo "$want" >"$d/.git/win-stamp"
 }
 
 build_variant()
 {
-    local v=$1 src="$W/src/$1" obj="$W/obj/$1" bin="$W/bin/$1" t0 rc=0
+    local v=$1 src obj bin="$W/bin/$1" t0 rc=0 want
+    src="$W/src/$(tree_of "$v")" obj="$W/obj/$(tree_of "$v")"
     t0=$(now)
+    want="$(variant_want "$v") $PREFIX"
+    if [ -f "$bin/openvpn.exe" ] && [ "$(cat "$bin/.stamp" 2>/dev/null)" = "$want" ]; then
+        log "$v: up to date in build/win/bin/$v/ (same base, series and libraries)"
+        return 0
+    fi
     prepare_tree "$v"
     mkdir -p "$obj"
     # the toolchain and the prefix come from the command line; upstream's
     # preset would take them from vcpkg
-    if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.prefix" 2>/dev/null)" != "$PREFIX" ]; then
+    # tap-windows.h (MIT) from shared/upstream/tap-windows6.  Debian 12's
+    # mingw-w64 (10.0) headers lack ERROR_CANT_WAIT, which openvpnserv's
+    # interactive.c uses (upstream CI's newer mingw-w64 has it): define it
+    # with winerror.h's value when the header does not
+    local cflags="-I$TAPDIR"
+    if ! echo '#include <windows.h>
+int x = ERROR_CANT_WAIT;' | $HOST-gcc -x c -fsyntax-only - >/dev/null 2>&1; then
+        cflags="$cflags -DERROR_CANT_WAIT=554L"
+    fi
+    local config="$PREFIX $cflags"
+    if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.config" 2>/dev/null)" != "$config" ]; then
         rm -rf "$obj"; mkdir -p "$obj"
         (cd "$obj" && PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig" PKG_CONFIG_PATH= \
             "${NICE[@]}" cmake -S "$src" -B "$obj" -G Ninja \
@@ -318,30 +380,60 @@ build_variant()
                 -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY \
                 -DCMAKE_BUILD_TYPE=Release \
                 -DOPENSSL_ROOT_DIR="$PREFIX" -DOPENSSL_USE_STATIC_LIBS=ON \
-                -DCMAKE_C_FLAGS="-I$TAPDIR" \
+                -DCMAKE_C_FLAGS="$cflags" \
                 -DENABLE_PKCS11=OFF \
                 -DBUILD_TESTING=ON) >"$W/obj/$v-cmake.log" 2>&1 ||
             { echo "windows: $v: cmake failed (see $W/obj/$v-cmake.log)" >&2; return 1; }
-        echo "$PREFIX" >"$obj/.prefix"
+        echo "$config" >"$obj/.config"
     fi
-    "${NICE[@]}" ninja -C "$obj" -j"$JOBS" >"$W/obj/$v-build.log" 2>&1 || rc=$?
-    if [ $rc -ne 0 ]; then
-        grep -E 'error|Error' "$W/obj/$v-build.log" | head -20 >&2
-        echo "windows: $v: build failed (see $W/obj/$v-build.log)" >&2
-        return 1
-    fi
+    # -k 0: one target that fails (say a unit test that does not link)
+    # must not keep the others from being built and checked
+    "${NICE[@]}" ninja -C "$obj" -k 0 -j"$JOBS" >"$W/obj/$v-build.log" 2>&1 || rc=$?
     rm -rf "$bin"; mkdir -p "$bin"
+    if [ $rc -ne 0 ]; then
+        grep -aE '^FAILED: |error:|undefined reference' "$W/obj/$v-build.log" | head -20 | cut -c1-300 >&2
+        grep -a '^FAILED: ' "$W/obj/$v-build.log" | sed 's/^FAILED: //' >"$bin/FAILED"
+        echo "windows: $v: build FAILED for: $(tr '\n' ' ' <"$bin/FAILED")(see $W/obj/$v-build.log)" >&2
+    fi
     find "$obj" -maxdepth 3 \( -name 'openvpn.exe' -o -name 'test_*.exe' -o -name 'openvpnserv.exe' \
         -o -name 'tapctl.exe' -o -name '*.dll' \) -exec cp {} "$bin/" \;
+    # an executable ninja would still link is stale (left from the other
+    # variant in the shared build directory, or an object of it failed):
+    # not a result of this variant
+    if [ $rc -ne 0 ]; then
+        local x
+        for x in $(ninja -C "$obj" -n 2>/dev/null | sed -n 's/.*Linking C executable \(.*\.exe\).*/\1/p'); do
+            x=$(basename "$x")
+            if [ -f "$bin/$x" ]; then
+                rm -f "$bin/$x"
+                grep -qx "$x" "$bin/FAILED" || echo "$x" >>"$bin/FAILED"
+            fi
+        done
+        echo "windows: $v: not built (stale or failed): $(tr '\n' ' ' <"$bin/FAILED")" >&2
+    fi
+    # the unit tests' input files, as of this variant (srcdir for the tests)
+    # (test_misc reads ../../../COPYRIGHT.GPL from there)
+    mkdir -p "$bin/src/tests/unit_tests"
+    cp -a "$src/tests/unit_tests/openvpn" "$bin/src/tests/unit_tests/"
+    cp "$src/COPYRIGHT.GPL" "$bin/src/"
+    # a failed build is not up to date: the next run tries again
+    [ $rc -ne 0 ] || echo "$want" >"$bin/.stamp"
     local n
     n=$(ls "$bin" | grep -c '^test_.*\.exe$' || true)
-    log "$v: built in $(( $(now) - t0 )) s: $(ls "$bin" | grep -v '^test_' | tr '\n' ' ')+ $n unit test program(s) in build/win/bin/$v/"
+    log "$v: built in $(( $(now) - t0 )) s: $(ls "$bin" | grep -v '^test_\|^src$\|^FAILED$' | tr '\n' ' ')+ $n unit test program(s) in build/win/bin/$v/"
+    return $rc
 }
 
+# master always; master-patched when patches/master/series lists a patch;
+# 2.6-patched (the 2.6 series on its Debian base, from the work tree
+# build/openvpn's tag "upstream") only with WIN_26=1
 variants()
 {
     echo master
     if [ -n "$(series_patches)" ]; then echo master-patched; fi
+    if [ "${WIN_26:-0}" = 1 ] && git -C "$top/build/openvpn" rev-parse -q --verify upstream^{commit} >/dev/null 2>&1; then
+        echo 2.6-patched
+    fi
 }
 
 cmd_build()
@@ -372,33 +464,30 @@ wine_init()
     if [ ! -f "$WINEPREFIX/system.reg" ]; then
         log "creating WINEPREFIX build/win/wineprefix"
         wineboot --init >"$W/wineboot.log" 2>&1 || die "wineboot failed (see $W/wineboot.log)"
+        # the user's "MY" certificate store exists on every Windows, not in
+        # a fresh prefix (test_cryptoapi opens it with OPEN_EXISTING)
+        wine reg add 'HKCU\Software\Microsoft\SystemCertificates\MY' /f >>"$W/wineboot.log" 2>&1 || true
     fi
     wineserver -w 2>/dev/null || true
 }
-
-# Known differences under Wine, for unit tests: "test:reason". A test named
-# here still runs; its failure counts as "known (Wine)" only if the
-# unpatched master build fails it the same way.
-WINE_KNOWN=(
-)
 
 # run_unit VARIANT: every test_*.exe of the variant; prints and records
 run_unit()
 {
     local v=$1 bin="$W/bin/$1" t exe rc n p f srcdir pass=0 failn=0
-    srcdir=$(winepath -w "$W/src/$v/tests/unit_tests/openvpn" 2>/dev/null)
+    srcdir=$(winepath -w "$bin/src/tests/unit_tests/openvpn" 2>/dev/null | tr -d '\r')
     mkdir -p "$CHK/$v"
     : >"$CHK/$v/unit.txt"
     for exe in "$bin"/test_*.exe; do
         [ -f "$exe" ] || continue
         t=$(basename "$exe" .exe)
         rc=0
-        (cd "$W/src/$v/tests/unit_tests/openvpn" &&
+        (cd "$bin/src/tests/unit_tests/openvpn" &&
             srcdir="$srcdir" timeout --kill-after=10 300 wine "$exe") \
             >"$CHK/$v/$t.log" 2>&1 </dev/null || rc=$?
         # cmocka's summary
-        p=$(grep -aoE '\[  PASSED  \] [0-9]+' "$CHK/$v/$t.log" | awk '{s+=$NF} END {print s+0}')
-        f=$(grep -aoE '\[  FAILED  \] [0-9]+ test' "$CHK/$v/$t.log" | awk '{s+=$(NF-1)} END {print s+0}')
+        p=$( (grep -aoE '\[  PASSED  \] [0-9]+' "$CHK/$v/$t.log" || true) | awk '{s+=$NF} END {print s+0}')
+        f=$( (grep -aoE '\[  FAILED  \] [0-9]+ test' "$CHK/$v/$t.log" || true) | awk '{s+=$(NF-1)} END {print s+0}')
         n=$(grep -acE '^\[ RUN      \]' "$CHK/$v/$t.log" || true)
         echo "$t rc=$rc run=$n passed=$p failed=$f" >>"$CHK/$v/unit.txt"
     done
@@ -411,7 +500,7 @@ cmd_check()
     wine_init
     rm -rf "$CHK"; mkdir -p "$CHK"
     local vs=()
-    for v in master master-patched; do [ -d "$W/bin/$v" ] && vs+=("$v"); done
+    for v in master master-patched 2.6-patched; do [ -d "$W/bin/$v" ] && vs+=("$v"); done
     [ ${#vs[@]} -gt 0 ] || die "nothing built: run scripts/windows.sh build (make windows) first"
     [ -d "$W/bin/master-patched" ] || [ -z "$(series_patches)" ] ||
         die "patches/master/series lists patches but build/win/bin/master-patched is missing: make windows"
@@ -421,9 +510,15 @@ cmd_check()
     # --version / --help
     local okn=0 badn=0
     for v in "${vs[@]}"; do
-        local exe="$W/bin/$v/openvpn.exe" rc
+        local exe="$W/bin/$v/openvpn.exe" rc f
+        if [ -s "$W/bin/$v/FAILED" ]; then
+            while read -r f; do
+                echo "not ok - $v: $f did not build (see build/win/obj/$v-build.log)"; badn=$((badn+1))
+            done <"$W/bin/$v/FAILED"
+        fi
+        [ -f "$exe" ] || continue
         rc=0; wine "$exe" --version >"$CHK/$v/version.txt" 2>&1 </dev/null || rc=$?
-        if grep -aq '^OpenVPN .*x86_64-w64-mingw32' "$CHK/$v/version.txt"; then
+        if grep -aq '^OpenVPN .* Windows ' "$CHK/$v/version.txt"; then
             echo "ok - $v: openvpn.exe --version: $(head -n 1 "$CHK/$v/version.txt" | tr -d '\r' | cut -c1-100) (exit $rc)"; okn=$((okn+1))
         else
             echo "not ok - $v: openvpn.exe --version (exit $rc): $(head -n 3 "$CHK/$v/version.txt")"; badn=$((badn+1))
@@ -469,10 +564,22 @@ cmd_check()
     else
         log "no patched build: t_wine_probe.sh not run"
     fi
-    local dt=$(( $(now) - t0 ))
+    local dt=$(( $(now) - t0 )) up uf uk ep ef pp pf
+    read -r up uf uk <"$CHK/unit-counts" || { up=0 uf=1 uk=0; }
+    ep=$(grep -c '^ok' "$CHK/exe.txt" || true)
+    ef=$(grep -c '^not ok' "$CHK/exe.txt" || true)
+    pp=$(grep -c '^ok' "$CHK/t_wine_probe.log" 2>/dev/null || true)
+    pf=$(grep -c '^not ok' "$CHK/t_wine_probe.log" 2>/dev/null || true)
     {
-        echo "check-windows: $dt s (build: $(cat "$W/last-build-seconds" 2>/dev/null || echo '?') s last run)"
-    } | tee -a "$CHK/summary.txt"
+        echo "check-windows summary (${vs[*]}):"
+        echo "  unit test programs: $up passed, $uf failed, $uk failing under Wine only (listed above with the reason)"
+        echo "  openvpn.exe --version/--help: $ep passed, $ef failed"
+        if [ -f "$CHK/t_wine_probe.log" ]; then
+            echo "  t_wine_probe.sh: $pp passed, $pf failed"
+        fi
+        echo "  time: check $dt s; last build $(cat "$W/last-build-seconds" 2>/dev/null || echo '?') s"
+        echo "$((up + ep + pp)) passed, $((uf + ef + pf)) failed"
+    } | tee "$CHK/summary.txt"
     wineserver -k 2>/dev/null || true
     return $fail
 }
