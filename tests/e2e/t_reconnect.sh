@@ -29,7 +29,10 @@
 #       probes but fails TLS: the client tries the name's other address
 #       next and connects there (as unpatched does), instead of moving on,
 #       re-probing and picking the failing address again (found by the
-#       soak: seeds 28, 74, 84, 100, 133).
+#       soak: seeds 28, 74, 84, 100, 133);
+#   (g) a server closes no descriptor of its own when a client instance
+#       ends (series v2 closed descriptor 0 at every instance's end: the
+#       instance's adopt_sd was 0).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -279,6 +282,27 @@ else
     not_ok "(f) not connected within 40 s ($(count_log cf "server-probe: probing") phases)"
 fi
 tb_stop cf; tb_stop sf1; tb_stop sf2
+
+# ------------------------------------------------------------------ (g)
+G=$(tb_port 8)
+tb_log "(g) a client instance ends: the server keeps its descriptor 0"
+tb_server sg "$G" -- --server-probe-reply 0 50 100
+sgpid=$(tb_pid sg)
+fd0_before=$(readlink /proc/"$sgpid"/fd/0 2>/dev/null)
+tb_client cg -- --remote 127.0.0.1 "$G" udp4 --explicit-exit-notify 1
+tb_wait_connected cg 20 >/dev/null || true
+tb_stop cg
+for ((i = 0; i < 300; i++)); do
+    grep -qE "client-instance exiting|SIGTERM\[soft,remote-exit\]" "$TB_DIR/sg.log" && break
+    sleep 0.02
+done
+sleep 0.3
+fd0_after=$(readlink /proc/"$sgpid"/fd/0 2>/dev/null)
+check "(g) the server saw the client instance end" \
+    grep -qE "client-instance exiting|remote-exit" "$TB_DIR/sg.log"
+check "(g) its descriptor 0 is still open (${fd0_before:-none} -> ${fd0_after:-closed})" \
+    bash -c "[ -n '$fd0_before' ] && [ '$fd0_before' = '$fd0_after' ]"
+tb_stop sg
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
