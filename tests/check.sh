@@ -349,7 +349,7 @@ master_cmake()
     local b="$top/build/obj/master-cmake"
     # a clean copy of the commit: CMake refuses a source tree that an
     # in-tree autotools build configured; no pkcs11-helper here
-    rm -rf "$b.src" && mkdir -p "$b.src" &&
+    rm -rf "$b" "$b.src" && mkdir -p "$b.src" &&
         git -C "$top/build/openvpn-master" archive HEAD | tar -x -C "$b.src" || return 1
     cmake -S "$b.src" -B "$b" -DUNSUPPORTED_BUILDS=ON -DENABLE_PKCS11=OFF \
         -DCMAKE_BUILD_TYPE=Release >"$logs/master-cmake.configure" 2>&1 ||
