@@ -348,6 +348,23 @@ tb_pki()
     touch "$p/.done"
 }
 
+# tb_pki_other DIR: a server certificate (DIR/s.crt, DIR/s.key,
+# CN=other-server) from another CA (CN=other-ca), which the clients of
+# tb_pki refuse: a server that answers probes but fails TLS
+tb_pki_other()
+{
+    local d=$1
+    mkdir -p "$d"
+    ( cd "$d" &&
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+          -keyout ca.key -out ca.crt -days 3 -subj /CN=other-ca &&
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+          -keyout s.key -out s.csr -subj /CN=other-server &&
+      printf 'extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n' >s.ext &&
+      openssl x509 -req -in s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out s.crt \
+          -days 3 -extfile s.ext ) >"$d.log" 2>&1 || tb_die "tb_pki_other: openssl failed"
+}
+
 # tb__wrap_args ROLE MODE: the openvpn arguments for a wrap mode
 tb__wrap_args()
 {

@@ -120,15 +120,7 @@ tb_stop cr
 # ------------------------------------------------------------------ (c)
 tb_log "(c) the best server answers probes but fails TLS"
 D=$(tb_port 5) E=$(tb_port 6)
-mkdir -p "$TB_DIR/pki2"
-( cd "$TB_DIR/pki2" &&
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout ca.key -out ca.crt -days 3 -subj /CN=other-ca &&
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout s.key -out s.csr -subj /CN=other-server &&
-  printf 'extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n' >s.ext &&
-  openssl x509 -req -in s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out s.crt \
-      -days 3 -extfile s.ext ) >"$TB_DIR/pki2.log" 2>&1 || tb_die "pki2 failed"
+tb_pki_other "$TB_DIR/pki2"
 tb_server sd "$D" -- --server-probe-reply 0 50 10 --cert "$TB_DIR/pki2/s.crt" \
     --key "$TB_DIR/pki2/s.key"
 tb_server se "$E" -- --server-probe-reply 0 50 20

@@ -257,15 +257,7 @@ tb_stop ce
 # ------------------------------------------------------------------ (f)
 F=$(tb_port 7)
 tb_log "(f) multi.test:$F: 127.0.0.1 answers probes but fails TLS, 127.0.0.2 works"
-mkdir -p "$TB_DIR/pki2"
-( cd "$TB_DIR/pki2" &&
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout ca.key -out ca.crt -days 3 -subj /CN=other-ca &&
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-      -keyout s.key -out s.csr -subj /CN=other-server &&
-  printf 'extendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n' >s.ext &&
-  openssl x509 -req -in s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out s.crt \
-      -days 3 -extfile s.ext ) >"$TB_DIR/pki2.log" 2>&1 || tb_die "pki2 failed"
+tb_pki_other "$TB_DIR/pki2"
 tb_server sf1 "$F" -- --local 127.0.0.1 --server-probe-reply 0 50 10 \
     --cert "$TB_DIR/pki2/s.crt" --key "$TB_DIR/pki2/s.key"
 tb_server sf2 "$F" -- --local 127.0.0.2 --server-probe-reply 0 50 100
