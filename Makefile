@@ -99,10 +99,12 @@ bench: deps build baseline relay
 # seeded soak of the patched client against the unpatched one (tests/soak/
 # README.md): new random seeds for SOAK_MINUTES, table in build/soak/results.md;
 # replay one with tests/soak/soak.py --seed N --verbose
+# SOAK_JOBS soaks side by side (default 2, one per core of the reference machine)
 SOAK_MINUTES ?= 10
+SOAK_JOBS ?= 2
 .PHONY: soak
 soak: relay
-	@tests/soak/soak.py --minutes $(SOAK_MINUTES)
+	@tests/soak/soak.py --minutes $(SOAK_MINUTES) --jobs $(SOAK_JOBS)
 
 # distribution packages (slow; not part of make check)
 deb: deps

@@ -298,7 +298,26 @@ def addr_cost(sc, rem, a, patched):
         return pause + 3.0
     if b == "hostile" and patched and sc["wrap"] == "none":
         return pause + fallback_s(hw) + hw + 1.0
+    if b == "full" and sc["wrap"] != "none":
+        # a full server answers the reset statelessly (HMAC cookie), so
+        # --connect-timeout no longer applies; the handshake window runs
+        # out (seed 432682)
+        return pause + hw + 0.5
     return pause + min(ct, hw) + 0.5
+
+
+def stuck_on_bad(sc, log):
+    """the last address --persist-remote-ip preserved cannot carry a
+    connection (a TLS-failing or full server)"""
+    m = re.findall(r"Preserving recently used remote address: \[AF_INET6?\]([^\s]+)", log)
+    if not m:
+        return False
+    ip, _, port = m[-1].rpartition(":")
+    for rem in sc["remotes"]:
+        for a in rem["addrs"]:
+            if a["ip"] == ip and str(rem["port"]) == port:
+                return a["b"] in ("tlsfail", "full", "hostile")
+    return False
 
 
 def plan(sc):
@@ -375,8 +394,10 @@ def classes(sc):
             cl.append("opt:" + o.replace("_", "-"))
     if c["connect_retry_max"]:
         cl.append("opt:connect-retry-max")
-    cl.append("opt:connect-retry %d %d" % tuple(c["connect_retry"]))
-    cl.append("opt:hand-window %d" % c["hand_window"])
+    cl.append("opt:connect-retry %d" % c["connect_retry"][0])
+    # SPEC 4: the shortcut's fallback is 5 s, or hand-window - 1 s when
+    # the window is 5 s or shorter
+    cl.append("opt:hand-window %s" % ("<= 5" if c["hand_window"] <= 5 else "> 5"))
     if c["mgmt"]:
         cl.append("opt:management" + ("-query-remote" if c["mgmt"] == "query" else ""))
     if c["skip"]:
@@ -1010,10 +1031,12 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
 
         # address liveness over time: intervals in which a good address is down
         down = {}                   # (i,k) -> since
+        stopped = set()             # (i,k) stopped (not paused) by an event
         for i, rem in enumerate(sc["remotes"]):
             for k, a in enumerate(rem["addrs"]):
                 if a.get("late"):
                     down[(i, k)] = 0.0
+                    stopped.add((i, k))
         t_stable = 0.0              # last moment liveness or the clients' state was disturbed
         t_first_disrupt = None
         pending = list(sc["events"])
@@ -1038,8 +1061,15 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                 ev = pending.pop(0)
                 for eff in run.do_event(ev, clients, mgmts):
                     if eff[0] == "down":
-                        down[eff[1]] = t
+                        # a stopped process stays down until it is started
+                        # again, whatever SIGCONT comes later (seeds 432532,
+                        # 432665: stop, then a SIGSTOP/SIGCONT of the same
+                        # address or of the server behind its relay)
+                        if ev["kind"] in ("stop", "restart"):
+                            stopped.add(eff[1])
+                        down.setdefault(eff[1], t)
                     elif eff[0] == "up":
+                        stopped.discard(eff[1])
                         down.pop(eff[1], None)
                     elif eff[0] == "later":
                         later.append((t + eff[1], eff[2], eff[3]))
@@ -1054,11 +1084,13 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     if item[1] == "start":
                         run.procs[ik].start()
                         run.note("restart: started %s again" % run.procs[ik].name)
+                        stopped.discard(ik)
                     else:
                         q = run.server_proc(ik)
                         q.signal(signal.SIGCONT)
                         run.note("SIGCONT %s" % q.name)
-                    down.pop(ik, None)
+                    if ik not in stopped:
+                        down.pop(ik, None)
                     t_stable = max(t_stable, t)
             if cp.off > LOG_FLOOD:
                 end_reason = "patched log flood"
@@ -1218,6 +1250,13 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         elif crm_exit:
             check("connected within the bound", None)
             res["notes"].append("patched gave up (connect-retry-max)")
+        elif c["persist_remote_ip"] and not cp.state_connected and stuck_on_bad(sc, plog):
+            # E6: upstream's --persist-remote-ip keeps the address of the
+            # attempt before a SIGUSR1 restart even when its TLS handshake
+            # failed; when E2 put a probe-answering server first that
+            # fails TLS, the client stays there (seed 432531)
+            check("connected within the bound", None)
+            res["exceptions"].append("E6-persist-remote-ip")
         elif c["persist_remote_ip"] and not cb.state_connected and not cp.state_connected:
             # upstream's --persist-remote-ip keeps the address of the last
             # attempt, even a failed one: the unpatched client is stuck too
@@ -1355,7 +1394,7 @@ def write_results(path, results, class_count, class_fail, bins, t_spent, seeds_d
         for e in r.get("exceptions", []):
             exc[e] = exc.get(e, 0) + 1
     if exc:
-        lines += ["", "Named exceptions applied (E1-E3, E5: differential oracle; E4: SIGTERM): " +
+        lines += ["", "Named exceptions applied (E1-E3, E5: differential oracle; E4: SIGTERM; E6: liveness): " +
                   ", ".join("%s (%d)" % kv for kv in sorted(exc.items()))]
     lines += ["", "| class | scenarios | failed |", "|---|---|---|"]
     for k in sorted(class_count):
@@ -1368,6 +1407,75 @@ def write_results(path, results, class_count, class_fail, bins, t_spent, seeds_d
                                                          replay_cmd(r["seed"], bins)))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
+    with open(path + ".json", "w") as f:
+        json.dump({"results": results, "class_count": class_count, "class_fail": class_fail,
+                   "t_spent": t_spent, "seeds_desc": seeds_desc,
+                   "bins": {k: v for k, v in bins.items() if k.endswith("_orig")}}, f)
+
+
+def pick_seed(rng, class_count, ipv6, uniform, candidates=16):
+    """--minutes: the next seed. Seeds are drawn at random; of 16 drawn,
+    the one whose scenario covers the classes seen least so far, per
+    square root of its time cap, is run (each class wants to be
+    exercised, not just the common ones). Any seed
+    replays on its own: the choice only decides which seeds run."""
+    if uniform:
+        return rng.randint(1000, 10 ** 7)
+    best, best_score = None, -1.0
+    for _ in range(candidates):
+        seed = rng.randint(1000, 10 ** 7)
+        sc = generate(seed, ipv6)
+        score = sum(1.0 / (1 + class_count.get(cl, 0)) ** 2 for cl in classes(sc))
+        score /= (plan(sc)["cap"] + 4.0) ** 0.5      # per time it may take
+        if score > best_score:
+            best, best_score = seed, score
+    return best
+
+
+def run_jobs(a):
+    """--jobs N: N workers, each a soak.py --minutes of its own (its own
+    network and mount namespace, hosts file, PKI copy, seed stream); their
+    results are merged into one table"""
+    path = a.results or os.path.join(OUT, "results.md")
+    os.makedirs(OUT, exist_ok=True)
+    procs = []
+    for k in range(a.jobs):
+        argv = [sys.executable, os.path.abspath(__file__), "--minutes", str(a.minutes),
+                "--results", "%s.job%d" % (path, k)]
+        if a.first_seed is not None:
+            argv += ["--first-seed", str(a.first_seed + k)]
+        if a.uniform:
+            argv.append("--uniform")
+        if a.verbose:
+            argv.append("--verbose")
+        env = dict(os.environ, SOAK_WORKER=str(k))
+        procs.append(subprocess.Popen(argv, env=env))
+    rcs = [p.wait() for p in procs]
+    if any(rc == 77 for rc in rcs) and all(rc in (0, 77) for rc in rcs):
+        return 77
+    results, class_count, class_fail, t_spent, descs, bins = [], {}, {}, 0.0, [], None
+    for k in range(a.jobs):
+        try:
+            with open("%s.job%d.json" % (path, k)) as f:
+                d = json.load(f)
+        except (OSError, ValueError) as e:
+            print("FAIL: worker %d left no results (%s), exit status %s" % (k, e, rcs[k]))
+            return 1
+        results += d["results"]
+        for src, dst in ((d["class_count"], class_count), (d["class_fail"], class_fail)):
+            for cl, n in src.items():
+                dst[cl] = dst.get(cl, 0) + n
+        t_spent = max(t_spent, d["t_spent"])
+        descs.append("worker %d: %s" % (k, d["seeds_desc"]))
+        bins = d["bins"]
+    write_results(path, results, class_count, class_fail, bins, t_spent,
+                  "%d workers side by side; " % a.jobs + "; ".join(descs))
+    nfail = sum(1 for r in results if r["failures"])
+    print("# %d worker(s), %d scenario(s), %d failed; table: %s"
+          % (a.jobs, len(results), nfail, os.path.relpath(path, TOP)))
+    if nfail:
+        print("# failing seeds: %s" % ",".join(str(r["seed"]) for r in results if r["failures"]))
+    return 1 if nfail or any(rc not in (0, 77) for rc in rcs) else 0
 
 
 def skip_or_fail(why):
@@ -1389,8 +1497,16 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the logs of passing scenarios too")
     ap.add_argument("--results", default=None)
-    ap.add_argument("--first-seed", type=int, default=None, help="--minutes: start here (default: random)")
+    ap.add_argument("--first-seed", type=int, default=None,
+                    help="--minutes: seed of the seed generator (default: random)")
+    ap.add_argument("--uniform", action="store_true",
+                    help="--minutes: take seeds as drawn, without preferring rare classes")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("SOAK_JOBS", "1")),
+                    help="--minutes: run N soaks side by side, each in its own namespaces "
+                         "(default SOAK_JOBS or 1); one table for all")
     a = ap.parse_args()
+    if a.minutes and a.jobs > 1 and not os.environ.get("SOAK_WORKER"):
+        return run_jobs(a)
 
     if a.show:
         seeds = [a.seed] if a.seed is not None else \
@@ -1440,7 +1556,7 @@ def main():
         bins[k] = dst
     try:
         hosts, ipv6 = setup_namespace(os.path.join(OUT, ".ns.%d" % os.getpid()))
-        pki = os.path.join(OUT, ".pki")
+        pki = os.path.join(OUT, ".pki" + os.environ.get("SOAK_WORKER", ""))
         make_pki(pki, bins["server"])
         # --help of the client must know --server-probe
         if "--server-probe" not in sh(bins["client"], "--help").stdout:
@@ -1458,8 +1574,9 @@ def main():
             seeds, desc = None, "random"
         deadline = time.monotonic() + a.minutes * 60 if a.minutes else None
         rng = random.Random()
-        nxt = a.first_seed if a.first_seed is not None else rng.randint(1000, 10 ** 7)
-        first = nxt
+        if a.first_seed is not None:
+            rng.seed(a.first_seed)
+        first = a.first_seed
         results, class_count, class_fail = [], {}, {}
         path = a.results or os.path.join(OUT, "results.md")
         t_start = time.monotonic()
@@ -1472,8 +1589,7 @@ def main():
             else:
                 if time.monotonic() >= deadline:
                     break
-                seed = nxt
-                nxt += 1
+                seed = pick_seed(rng, class_count, ipv6, a.uniform)
             i += 1
             sc = generate(seed, ipv6)
             print("# seed %d: %s" % (seed, describe(sc)), flush=True)
@@ -1498,9 +1614,12 @@ def main():
                 print("ok   seed %d (%s)%s" % (seed, fig, ("; " + "; ".join(r["notes"])) if r["notes"] else ""),
                       flush=True)
             write_results(path, results, class_count, class_fail, bins, time.monotonic() - t_start,
-                          desc if seeds is not None else "random, from %d (running)" % first)
+                          desc if seeds is not None else "random (running)")
         if seeds is None:
-            desc = "random, %d..%d" % (first, nxt - 1)
+            desc = "random%s%s: %s" % (
+                "" if a.uniform else ", coverage-guided",
+                "" if first is None else " (--first-seed %d)" % first,
+                ",".join(str(r["seed"]) for r in results))
         write_results(path, results, class_count, class_fail, bins, time.monotonic() - t_start, desc)
         nfail = sum(1 for r in results if r["failures"])
         print("# %d scenario(s), %d failed; table: %s" % (len(results), nfail, os.path.relpath(path, TOP)))
