@@ -261,7 +261,55 @@ def generate(seed, ipv6=True):
         events.append(ev)
     events.sort(key=lambda e: e["t"])
     sc["events"] = events
+    c["memory"] = gen_memory(seed, sc)
     return sc
+
+
+def gen_memory(seed, sc):
+    """a --server-probe-persist file for the patched client, or None: in
+    half of the scenarios, with random contents that need not match the
+    servers (a memory that lies: stale priorities and RTTs, live servers
+    OFFLINE, dead ones "answered"); whatever it says, every invariant must
+    hold. Its own RNG, so that the rest of a seed's scenario is what it
+    was before the probe memory existed."""
+    r = random.Random(seed * 7919 + 17)
+    if r.random() < 0.5:
+        return None
+    lines = []
+    for rem in sc["remotes"]:
+        if rem["proto"] != "udp" or rem["kind"] == "nx":
+            continue
+        for a in rem["addrs"]:
+            kind = r.choice(["absent", "answered", "answered", "offline", "no-probe"])
+            if kind == "absent":
+                continue
+            age = r.choice([0, 5, 100, 3000, 7200])
+            if kind == "answered":
+                lines.append({"host": rem["host"], "port": rem["port"], "addr": a["ip"],
+                              "outcome": "answered", "age": age, "answered_age": age,
+                              "rtt_us": r.randint(1000, 300000), "prio": r.choice([0, 10, 100]),
+                              "weight": r.randint(0, 100), "mld": r.choice([0, 0, 5, 30]),
+                              "retry": 0, "until": 0, "no_probe": 0})
+            else:
+                retry = r.choice([60, 120, 3840])
+                lines.append({"host": rem["host"], "port": rem["port"], "addr": a["ip"],
+                              "outcome": r.choice(["no-reply", "refused", "unreachable"]),
+                              "age": age, "answered_age": None, "rtt_us": 0, "prio": 0,
+                              "weight": 0, "mld": 0, "retry": retry,
+                              "until": r.randint(0, retry), "no_probe": int(kind == "no-probe")})
+    return lines
+
+
+def memory_file_text(lines, now):
+    """the scenario's memory as the file format of oob_memory.c"""
+    out = ["openvpn-server-probe-memory 1"]
+    for m in lines:
+        out.append("%s %d udp %s %s %d %d %d %d %d %d %d %d %d" % (
+            m["host"], m["port"], m["addr"], m["outcome"], now - m["age"],
+            0 if m["answered_age"] is None else now - m["answered_age"], m["rtt_us"],
+            m["prio"], m["weight"], m["mld"], m["retry"],
+            (now + m["until"]) if m["until"] else 0, m["no_probe"]))
+    return "\n".join(out) + "\n"
 
 
 # ====================================================================
@@ -402,6 +450,7 @@ def classes(sc):
         cl.append("opt:management" + ("-query-remote" if c["mgmt"] == "query" else ""))
     if c["skip"]:
         cl.append("opt:management SKIP")
+    cl.append("opt:memory-file" if c.get("memory") is not None else "opt:no-memory-file")
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -863,6 +912,11 @@ class Run:
                 argv += ["--management-query-remote"]
         if patched:
             argv += ["--server-probe"] + ([str(c["margin"])] if c["margin"] is not None else [])
+            if c.get("memory") is not None and self.bins.get("client_memory"):
+                path = os.path.join(self.dir, "memory")
+                with open(path, "w") as f:
+                    f.write(memory_file_text(c["memory"], int(time.time())))
+                argv += ["--server-probe-persist", path]
         return argv
 
     def remote_args(self):
@@ -1234,6 +1288,18 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         if [x for x in mine if x[1] == "Z"]:
             res["notes"].append("%d unreaped child(ren) of the client reparented at its exit"
                                 % len([x for x in mine if x[1] == "Z"]))
+        # the probe memory file, if the client had one: after the client
+        # wrote it (mode 0600; the harness writes it 0644), still whole
+        mpath = os.path.join(run.dir, "memory")
+        if c.get("memory") is not None and bins.get("client_memory") and os.path.exists(mpath) \
+                and (os.stat(mpath).st_mode & 0o777) == 0o600:
+            with open(mpath) as f:
+                mlines = f.read().split("\n")
+            bad = [l for l in mlines[1:] if l and not l.startswith("#") and len(l.split(" ")) != 14]
+            check("memory file intact", mlines[0] == "openvpn-server-probe-memory 1" and not bad,
+                  "first line %r, %d malformed line(s)" % (mlines[0], len(bad)))
+        else:
+            check("memory file intact", None)
         # SKIP
         if skip_ports:
             bad = [hp for hp in (x[1] for x in cp.connects)
@@ -1355,6 +1421,8 @@ def describe(sc):
         opts.append("margin=%d" % c["margin"])
     if c["connect_retry_max"]:
         opts.append("crm=%d" % c["connect_retry_max"])
+    if c.get("memory") is not None:
+        opts.append("memfile=%d" % len(c["memory"]))
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     evs = ["%s@%.1f%s" % (e["kind"], e["t"], (":%d.%d" % tuple(e["target"])) if e.get("target") else "")
@@ -1559,9 +1627,12 @@ def main():
         pki = os.path.join(OUT, ".pki" + os.environ.get("SOAK_WORKER", ""))
         make_pki(pki, bins["server"])
         # --help of the client must know --server-probe
-        if "--server-probe" not in sh(bins["client"], "--help").stdout:
+        helptext = sh(bins["client"], "--help").stdout
+        if "--server-probe" not in helptext:
             print("FAIL: %s has no --server-probe" % bins["client_orig"])
             return 1
+        # a client of the series before the probe memory: no memory files
+        bins["client_memory"] = "--server-probe-persist" in helptext
 
         if a.seed is not None:
             seeds, desc = [a.seed], str(a.seed)
