@@ -93,8 +93,13 @@ test-only:
 demo: deps build baseline relay
 	@testbed/demo.sh
 
-bench: deps build baseline relay
+bench: deps build baseline relay nomem
 	@testbed/bench.sh
+
+# the series without its probe memory commits, for the bench (issue 19)
+.PHONY: nomem
+nomem:
+	@scripts/build.sh nomem
 
 # seeded soak of the patched client against the unpatched one (tests/soak/
 # README.md): new random seeds for SOAK_MINUTES, table in build/soak/results.md;

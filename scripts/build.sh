@@ -9,6 +9,8 @@
 #                               -> build/bin/openvpn-mbedtls (unit tests too)
 #   scripts/build.sh small      as patched, --disable-management --enable-small
 #                               -> build/bin/openvpn-small
+#   scripts/build.sh nomem      the series before the probe memory (for the
+#                               bench) -> build/bin/openvpn-nomem
 # (the variants are builds upstream's CI makes; each has its own copy in
 # build/obj/<variant>)
 #
@@ -62,8 +64,22 @@ case "$which" in
         fi
         out="$top/build/bin/openvpn$sfx-baseline"
         ;;
+    nomem)
+        # the series before the probe memory (for the bench's "without
+        # memory" rows): the parent of the commit that adds oob_memory
+        first=$(git -C "$wt" log --format=%H -1 --grep='^oob_memory: remember' upstream..HEAD)
+        [ -n "$first" ] || { echo "build[nomem]: no probe memory commit in the series" >&2; exit 1; }
+        rev=$(git -C "$wt" rev-parse "$first^")
+        if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
+            rm -rf "$src"
+            mkdir -p "$src"
+            git -C "$wt" archive "$rev" | tar -x -C "$src"
+            echo "$rev" > "$obj/rev"
+        fi
+        out="$top/build/bin/openvpn$sfx-nomem"
+        ;;
     *)
-        echo "usage: $0 patched|baseline|asan|mbedtls|small" >&2
+        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem" >&2
         exit 2
         ;;
 esac

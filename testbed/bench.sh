@@ -21,6 +21,12 @@
 #      (probes again after the ping-restart), the first version of the
 #      series (BENCH_V1_BIN, if built: probes only once) and unpatched
 #      2.6.14.
+#  (e) probe memory: the dead-first remotes of (a) on a second start with
+#      --server-probe-persist; two unpatched servers (baseline client,
+#      patched cold, patched on a second start with the file); the phase
+#      of a re-probe after SIGUSR1 with the blackholed remote; each also
+#      for the series without the memory (BENCH_NOMEM_BIN, default
+#      build/bin/openvpn-nomem, from make nomem) when it is built.
 # Rows that need a feature the binary lacks print "n/a (feature not present)".
 # Results: a markdown table in build/bench/results.md (printed too).
 #
@@ -340,6 +346,77 @@ for kind in "${D_KINDS[@]}"; do
     tb_stop "dc_$kind"
 done
 
+# ---- (e) probe memory (issue 19)
+have_mem=0
+tb_has_opt "$TB_BIN" server-probe-persist && have_mem=1
+NOMEM_BIN=${BENCH_NOMEM_BIN:-$TB_TOP/build/bin/openvpn-nomem}
+[ -x "$NOMEM_BIN" ] && tb_has_opt "$NOMEM_BIN" server-probe || NOMEM_BIN=""
+declare -A E_MS=() E_PH=()
+# the phase lengths (ms) of the Nth phase of each client PREFIX_1..RUNS
+phases_of()
+{
+    local prefix=$1 nth=$2 r out=()
+    for ((r = 1; r <= RUNS; r++)); do
+        out+=("$(sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p' "$TB_DIR/${prefix}_$r.log" 2>/dev/null | sed -n "${nth}p")")
+    done
+    echo "${out[*]}"
+}
+E_U1=$(tb_port 6) E_U2=$(tb_port 7)
+tb_server eu1 "$E_U1" --bin "$TB_BASELINE"
+tb_server eu2 "$E_U2" --bin "$TB_BASELINE"
+E_UREMOTES=(--remote 127.0.0.1 "$E_U1" udp4 --remote 127.0.0.1 "$E_U2" udp4)
+say "(e) unpatched servers: baseline client, patched cold ($RUNS runs each)"
+connect_runs e_ubase "$RUNS" $FAST_TIMEOUT --bin "$TB_BASELINE" -- "${E_UREMOTES[@]}"
+E_MS[ubase]=$RUNS_OUT
+if [ $have_probe = 1 ]; then
+    connect_runs e_ucold "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- "${E_UREMOTES[@]}" --server-probe
+    E_MS[ucold]=$RUNS_OUT E_PH[ucold]=$(phases_of e_ucold 1)
+fi
+if [ $have_mem = 1 ]; then
+    say "(e) with --server-probe-persist: a first run writes the file, then $RUNS runs from it"
+    EF="$TB_DIR/bench-memory" EFU="$TB_DIR/bench-memory-unpatched"
+    rm -f "$EF" "$EFU"
+    tb_client e_warm -- "${A_REMOTES[@]}" --server-probe --server-probe-persist "$EF"
+    tb_wait_connected e_warm $FAST_TIMEOUT >/dev/null 2>&1
+    tb_stop e_warm
+    connect_runs e_file "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- "${A_REMOTES[@]}" --server-probe --server-probe-persist "$EF"
+    E_MS[file]=$RUNS_OUT E_PH[file]=$(phases_of e_file 1)
+    tb_client e_uwarm -- "${E_UREMOTES[@]}" --server-probe --server-probe-persist "$EFU"
+    tb_wait_connected e_uwarm $FAST_TIMEOUT >/dev/null 2>&1
+    tb_stop e_uwarm
+    connect_runs e_ufile "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- "${E_UREMOTES[@]}" --server-probe --server-probe-persist "$EFU"
+    E_MS[ufile]=$RUNS_OUT E_PH[ufile]=$(phases_of e_ufile 1)
+fi
+# re-probe on reconnect (SIGUSR1) with the blackholed remote: the second phase
+reprobe_runs()
+{
+    local prefix=$1 bin=$2 r i
+    for ((r = 1; r <= RUNS; r++)); do
+        tb_client "${prefix}_$r" --bin "$bin" -- "${A_REMOTES[@]}" --server-probe
+        tb_wait_connected "${prefix}_$r" $FAST_TIMEOUT >/dev/null 2>&1
+        kill -USR1 "$(tb_pid "${prefix}_$r")" 2>/dev/null
+        for ((i = 0; i < 1000; i++)); do
+            [ "$(grep -c 'Initialization Sequence Completed' "$TB_DIR/${prefix}_$r.log")" -ge 2 ] && break
+            sleep 0.01
+        done
+        tb_stop "${prefix}_$r"
+    done
+}
+if [ $have_probe = 1 ]; then
+    say "(e) re-probe on reconnect with a blackholed remote ($RUNS runs per binary)"
+    reprobe_runs e_re "$TB_BIN"
+    E_PH[re]=$(phases_of e_re 2)
+    E_PH[cold]=$(phases_of a_probe 1)
+    if [ -n "$NOMEM_BIN" ]; then
+        reprobe_runs e_renm "$NOMEM_BIN"
+        E_PH[renm]=$(phases_of e_renm 2)
+        connect_runs e_nmcold "$RUNS" $FAST_TIMEOUT --bin "$NOMEM_BIN" -- "${A_REMOTES[@]}" --server-probe
+        E_MS[nmcold]=$RUNS_OUT E_PH[nmcold]=$(phases_of e_nmcold 1)
+        connect_runs e_unm "$RUNS" $FAST_TIMEOUT --bin "$NOMEM_BIN" -- "${E_UREMOTES[@]}" --server-probe
+        E_MS[unm]=$RUNS_OUT
+    fi
+fi
+
 # ---- (a) collect the slow runs
 say "(a) waiting for the dead-first clients (bounded ${SLOW_TIMEOUT}s from their start)"
 A_BASE=() A_NOPROBE=()
@@ -480,6 +557,30 @@ rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo
         esac
         echo "| $label | ${D_MS[re_$kind]:-failed} | ${D_MS[re_${kind}_on]:-?} | $(ratio "${D_MS[re_baseline]:-}" "${D_MS[re_$kind]:-}") faster |"
     done
+    echo
+    echo "## (e) probe memory"
+    echo
+    echo "\"without memory\": the series before the probe memory (\`${NOMEM_BIN#"$TB_TOP"/}\`, from \`make nomem\`), same run."
+    echo
+    echo "| case | client | probe phase, ms | time to connect, ms | vs baseline 2.6.14 |"
+    echo "|---|---|---|---|---|"
+    nm=$(med_of "${E_MS[nmcold]:-}") em=$(med_of "${E_MS[file]:-}")
+    if [ $have_mem = 1 ]; then
+        echo "| dead first (blackhole, 150, 60, 20 ms), second start with the file | patched, --server-probe-persist | $(fmt_ms "${E_PH[file]}") | $(fmt_ms "${E_MS[file]}") | $(ratio "$bm" "$em") faster |"
+    else
+        echo "| dead first, second start with the file | patched | $NA | - | - |"
+    fi
+    echo "| dead first, first start, nothing remembered | patched | $(fmt_ms "${E_PH[cold]:-}") | $(fmt_ms "$A_PATCHED") | $(ratio "$bm" "$pm") faster |"
+    [ -n "$NOMEM_BIN" ] && echo "| dead first, first start | without memory | $(fmt_ms "${E_PH[nmcold]}") | $(fmt_ms "${E_MS[nmcold]}") | $(ratio "$bm" "$nm") faster |"
+    ub=$(med_of "${E_MS[ubase]}")
+    echo "| all servers unpatched | baseline 2.6.14 | - | $(fmt_ms "${E_MS[ubase]}") | 1.00x |"
+    [ -n "$NOMEM_BIN" ] && echo "| all servers unpatched | without memory, --server-probe | - | $(fmt_ms "${E_MS[unm]}") | +$(( $(med_of "${E_MS[unm]}") - ub )) ms |"
+    echo "| all servers unpatched, first start | patched, --server-probe | $(fmt_ms "${E_PH[ucold]:-}") | $(fmt_ms "${E_MS[ucold]:-}") | +$(( $(med_of "${E_MS[ucold]:-0}") - ub )) ms |"
+    if [ $have_mem = 1 ]; then
+        echo "| all servers unpatched, second start with the file | patched, --server-probe-persist | $(fmt_ms "${E_PH[ufile]}") | $(fmt_ms "${E_MS[ufile]}") | +$(( $(med_of "${E_MS[ufile]}") - ub )) ms |"
+    fi
+    echo "| re-probe on reconnect (SIGUSR1), blackholed remote first | patched | $(fmt_ms "${E_PH[re]:-}") | - | - |"
+    [ -n "$NOMEM_BIN" ] && echo "| re-probe on reconnect (SIGUSR1), blackholed remote first | without memory | $(fmt_ms "${E_PH[renm]}") | - | - |"
     echo
     echo "Slow (a) runs went on in parallel with the other rows (they wait for a 60 s timer)."
     echo "Logs: \`${TB_DIR#"$TB_TOP"/}/\`."
