@@ -375,8 +375,9 @@ if [ -s "$top/patches/master/series" ]; then
     step master/cmake        1200 master_cmake
     # the rest of the e2e suite is not adapted to the master series yet
     # (its log levels, option messages and help text differ, and its
-    # resolver has no children): MASTER_E2E="t_shortcut ..." runs more
-    for t in ${MASTER_E2E:-t_interop}; do
+    # resolver has no children); t_memory (issue 19) runs as it is.
+    # MASTER_E2E="t_shortcut ..." runs more
+    for t in ${MASTER_E2E:-t_interop t_memory}; do
         step "master/e2e/${t#t_}" 600 master_e2e "$t"
     done
 fi

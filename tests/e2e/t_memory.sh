@@ -19,10 +19,11 @@
 #       the format's magic line, one line per address, no temporary file
 #       left); a second run from the file: the phase <= 150 ms and BH is
 #       not waited for; the client connects to the 20 ms remote;
-#   (d) a server that comes back: BH's relay is replaced by a 5 ms one;
-#       a run from the file (BH still OFFLINE) ranks BH's reply, which
-#       comes within the phase: "rtt=" for BH at place 1, and the file
-#       then holds BH as answered;
+#   (d) a server that comes back: BH's relay is replaced by a 5 ms one
+#       to a server of priority 5; a run from the file (BH still OFFLINE)
+#       with the remotes [BH, 150 ms] ranks BH's reply, which comes
+#       within the phase: "rtt=" for BH at place 1, and the file then
+#       holds BH as answered;
 #   (e) servers without probe support: two unpatched servers; the first
 #       run waits the deadline, connects and logs that the server "took a
 #       connection without answering probes"; the second run from the
@@ -153,19 +154,24 @@ tb_stop cc2
 echo "# dead first, with the file: phase $pc ms (cold $p1 ms), connected in ${ms2:-?} ms (cold ${ms:-?} ms)"
 
 # ------------------------------------------------------------------ (d)
-tb_log "(d) BH comes back (a 5 ms relay on its port) while remembered OFFLINE"
+tb_log "(d) BH comes back (a 5 ms relay to a server of priority 5 on its port) while remembered OFFLINE"
 tb_stop rbh
-tb_relay rbh2 "127.0.0.1:$BH" "127.0.0.1:$S1" --delay 2
-tb_client cd -- "${remotes[@]}" --server-probe --server-probe-persist "$F"
+S2=$(tb_port 4)
+tb_server s2 "$S2" -- --server-probe-reply 0 50 5
+tb_relay rbh2 "127.0.0.1:$BH" "127.0.0.1:$S2" --delay 2
+# BH and the 150 ms remote: the phase waits for the 150 ms one (nothing
+# in hand yet), so BH's reply comes within the phase
+tb_client cd -- --remote 127.0.0.1 "$BH" udp4 --remote 127.0.0.1 "$R150" udp4 \
+    --server-probe --server-probe-persist "$F"
 tb_wait_connected cd 20 >/dev/null
 sd=$(summary cd)
 tb_log "back: $sd"
-check "(d) its reply within the phase is ranked: BH rtt=... place=1" \
-    grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$BH rtt=[0-9.]+ms prio=10 weight=50 place=1" "$TB_DIR/cd.log"
+check "(d) its reply within the phase is ranked: BH rtt=... prio=5 place=1" \
+    grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$BH rtt=[0-9.]+ms prio=5 weight=50 place=1" "$TB_DIR/cd.log"
 check "(d) ... and it is first ($(first_remote "$sd"))" test "$(first_remote "$sd")" = "127.0.0.1:$BH"
 tb_stop cd
 check "(d) the file holds BH as answered, online (retry 0)" \
-    grep -qE "^127\.0\.0\.1 $BH udp 127\.0\.0\.1 answered [0-9]+ [0-9]+ [0-9]+ 10 50 0 0 0 0$" "$F"
+    grep -qE "^127\.0\.0\.1 $BH udp 127\.0\.0\.1 answered [0-9]+ [0-9]+ [0-9]+ 5 50 0 0 0 0$" "$F"
 tb_stop rbh2
 
 # ------------------------------------------------------------------ (e)
