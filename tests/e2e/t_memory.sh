@@ -56,25 +56,19 @@ export -f phase_lines
 export TB_DIR
 le() { [ -n "$1" ] && [ "$1" -le "$2" ]; }
 ge() { [ -n "$1" ] && [ "$1" -ge "$2" ]; }
-# wait until the client's log has N phase summaries
-wait_phases()
+# wait_lines NAME N STRING: wait (at most 20 s) until the client's log
+# holds STRING on N lines
+wait_lines()
 {
-    local name=$1 n=$2 i
-    for ((i = 0; i < 1500; i++)); do
-        [ "$(grep -cF 'addresses answered in' "$TB_DIR/$name.log" 2>/dev/null)" -ge "$n" ] && return 0
-        sleep 0.01
-    done
-    return 1
-}
-wait_connects()
-{
-    local name=$1 n=$2 i
+    local name=$1 n=$2 str=$3 i
     for ((i = 0; i < 2000; i++)); do
-        [ "$(grep -cF 'Initialization Sequence Completed' "$TB_DIR/$name.log" 2>/dev/null)" -ge "$n" ] && return 0
+        [ "$(grep -cF -- "$str" "$TB_DIR/$name.log" 2>/dev/null)" -ge "$n" ] && return 0
         sleep 0.01
     done
     return 1
 }
+wait_phases() { wait_lines "$1" "$2" "addresses answered in"; }
+wait_connects() { wait_lines "$1" "$2" "Initialization Sequence Completed"; }
 
 S1=$(tb_port 1)
 BH=$(tb_port 100) R150=$(tb_port 101) R60=$(tb_port 102) R20=$(tb_port 103)
