@@ -366,37 +366,58 @@ int x = ERROR_CANT_WAIT;' | $HOST-gcc -x c -fsyntax-only - >/dev/null 2>&1; then
         cflags="$cflags -DERROR_CANT_WAIT=554L"
     fi
     local config="$PREFIX $cflags"
+    # pkg-config must see the prefix's .pc files only, in every CMake run:
+    # also in the one ninja starts by itself when the variant switch changed
+    # a CMakeLists.txt.  With the host's pkg-config path, that re-run finds
+    # Debian's Linux cmocka.pc (whose -I/usr/include pkg-config drops) and
+    # test_openvpnserv, the one unit test that gets cmocka's include
+    # directory from cmocka alone, no longer finds cmocka.h.  So the
+    # environment is set for ninja too, and CMake is run on every build
+    # (in place, cheap) to repair a cache an earlier run got wrong.
+    export PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig" PKG_CONFIG_PATH=
     if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.config" 2>/dev/null)" != "$config" ]; then
         rm -rf "$obj"; mkdir -p "$obj"
-        (cd "$obj" && PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig" PKG_CONFIG_PATH= \
-            "${NICE[@]}" cmake -S "$src" -B "$obj" -G Ninja \
-                -DCMAKE_SYSTEM_NAME=Windows \
-                -DCMAKE_C_COMPILER=$HOST-gcc -DCMAKE_CXX_COMPILER=$HOST-g++ \
-                -DCMAKE_RC_COMPILER=$HOST-windres \
-                -DCMAKE_FIND_ROOT_PATH="$PREFIX" \
-                -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER \
-                -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY \
-                -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY \
-                -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY \
-                -DCMAKE_BUILD_TYPE=Release \
-                -DOPENSSL_ROOT_DIR="$PREFIX" -DOPENSSL_USE_STATIC_LIBS=ON \
-                -DCMAKE_C_FLAGS="$cflags" \
-                -DENABLE_PKCS11=OFF \
-                -DBUILD_TESTING=ON) >"$W/obj/$v-cmake.log" 2>&1 ||
-            { echo "windows: $v: cmake failed (see $W/obj/$v-cmake.log)" >&2; return 1; }
-        echo "$config" >"$obj/.config"
     fi
+    (cd "$obj" && \
+        "${NICE[@]}" cmake -S "$src" -B "$obj" -G Ninja \
+            -DCMAKE_SYSTEM_NAME=Windows \
+            -DCMAKE_C_COMPILER=$HOST-gcc -DCMAKE_CXX_COMPILER=$HOST-g++ \
+            -DCMAKE_RC_COMPILER=$HOST-windres \
+            -DCMAKE_FIND_ROOT_PATH="$PREFIX" \
+            -DCMAKE_FIND_ROOT_PATH_MODE_PROGRAM=NEVER \
+            -DCMAKE_FIND_ROOT_PATH_MODE_LIBRARY=ONLY \
+            -DCMAKE_FIND_ROOT_PATH_MODE_INCLUDE=ONLY \
+            -DCMAKE_FIND_ROOT_PATH_MODE_PACKAGE=ONLY \
+            -DCMAKE_BUILD_TYPE=Release \
+            -DOPENSSL_ROOT_DIR="$PREFIX" -DOPENSSL_USE_STATIC_LIBS=ON \
+            -DCMAKE_C_FLAGS="$cflags" \
+            -DENABLE_PKCS11=OFF \
+            -DBUILD_TESTING=ON) >"$W/obj/$v-cmake.log" 2>&1 ||
+        { echo "windows: $v: cmake failed (see $W/obj/$v-cmake.log)" >&2; return 1; }
+    echo "$config" >"$obj/.config"
     # -k 0: one target that fails (say a unit test that does not link)
     # must not keep the others from being built and checked
-    "${NICE[@]}" ninja -C "$obj" -k 0 -j"$JOBS" >"$W/obj/$v-build.log" 2>&1 || rc=$?
+    # GIT_DIR: upstream's git-version.py asks git in the build directory,
+    # which is inside this project's repository; without it openvpn.exe
+    # --version would name this project's commit, not the openvpn one
+    GIT_DIR="$src/.git" "${NICE[@]}" ninja -C "$obj" -k 0 -j"$JOBS" >"$W/obj/$v-build.log" 2>&1 || rc=$?
     rm -rf "$bin"; mkdir -p "$bin"
     if [ $rc -ne 0 ]; then
         grep -aE '^FAILED: |error:|undefined reference' "$W/obj/$v-build.log" | head -20 | cut -c1-300 >&2
         grep -a '^FAILED: ' "$W/obj/$v-build.log" | sed 's/^FAILED: //' >"$bin/FAILED"
         echo "windows: $v: build FAILED for: $(tr '\n' ' ' <"$bin/FAILED")(see $W/obj/$v-build.log)" >&2
     fi
-    find "$obj" -maxdepth 3 \( -name 'openvpn.exe' -o -name 'test_*.exe' -o -name 'openvpnserv.exe' \
-        -o -name 'tapctl.exe' -o -name '*.dll' \) -exec cp {} "$bin/" \;
+    # only what this variant's build graph makes: the shared build
+    # directory still holds the other variant's test_oob.exe and
+    # test_ssl_shortcut.exe after a switch back to unpatched master
+    local out
+    while read -r out; do
+        case $(basename "$out") in
+            openvpn.exe|openvpnserv.exe|tapctl.exe|test_*.exe|*.dll)
+                if [ -f "$obj/$out" ]; then cp "$obj/$out" "$bin/"; fi ;;
+        esac
+    done < <(ninja -C "$obj" -t targets all 2>/dev/null |
+        sed -n 's/^\([^:]*\.\(exe\|dll\)\): C_.*_LINKER_.*/\1/p')
     # an executable ninja would still link is stale (left from the other
     # variant in the shared build directory, or an object of it failed):
     # not a result of this variant
