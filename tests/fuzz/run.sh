@@ -7,6 +7,8 @@
 #                    own do_pre_decrypt_check() (mudp.c is compiled in),
 #                    in all four wrap modes
 #   fuzz_oob_client  a probing client's oob_client_receive(), all wrap modes
+#   fuzz_oob_memory  the probe memory file (--server-probe-persist): load,
+#                    bounds, save and load again (oob_memory.c)
 #
 #   tests/fuzz/run.sh [TARGET...]     build and run (default: all targets)
 #   tests/fuzz/run.sh --build         only build
@@ -27,7 +29,7 @@ src=${FUZZ_SRC:-$top/build/obj/patched/src}
 out=${FUZZ_OUT:-$top/build/fuzz}
 secs=${FUZZ_SECONDS:-20}
 jobs=${FUZZ_JOBS:-2}
-all_targets=(fuzz_oob fuzz_oob_server fuzz_oob_client)
+all_targets=(fuzz_oob fuzz_oob_server fuzz_oob_client fuzz_oob_memory)
 
 mode=run
 targets=()
@@ -75,6 +77,7 @@ libs=(-lssl -lcrypto -lcap-ng)
 ovpn=(argv base64 buffer crypto crypto_openssl crypto_mbedtls env_set oob otime
       packet_id platform reliable run_command session_id ssl_pkt win32-util tls_crypt)
 fuzz_oob_objs=(fuzz_oob fuzz_mock oob buffer platform mock_get_random)
+fuzz_oob_memory_objs=(fuzz_oob_memory fuzz_mock oob_memory buffer platform mock_get_random)
 fuzz_oob_server_objs=(fuzz_oob_server fuzz_server_stubs fuzz_mock "${ovpn[@]}" reflect_filter)
 fuzz_oob_client_objs=(fuzz_oob_client fuzz_client_stubs fuzz_mock "${ovpn[@]}")
 gen_seeds_objs=(gen_seeds fuzz_mock "${ovpn[@]}")
@@ -163,8 +166,10 @@ done
 echo "$sum" >"$obj/sum"
 [ "$mode" = build ] && { echo "fuzz: built ${targets[*]} in $out"; exit 0; }
 
-declare -A corpus=([fuzz_oob]=oob [fuzz_oob_server]=oob_server [fuzz_oob_client]=oob_client)
-declare -A maxlen=([fuzz_oob]=512 [fuzz_oob_server]=2048 [fuzz_oob_client]=2100)
+declare -A corpus=([fuzz_oob]=oob [fuzz_oob_server]=oob_server [fuzz_oob_client]=oob_client
+                   [fuzz_oob_memory]=oob_memory)
+declare -A maxlen=([fuzz_oob]=512 [fuzz_oob_server]=2048 [fuzz_oob_client]=2100
+                   [fuzz_oob_memory]=4096)
 mkdir -p "$out/crashes"
 failed=()
 for t in "${targets[@]}"; do

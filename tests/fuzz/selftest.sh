@@ -15,6 +15,8 @@
 #                           found by fuzzing mudp.c itself)
 #   fuzz_oob_client  client oob_client.c oob_client_receive(): length check
 #                           off by one before reading the header session id
+#   fuzz_oob_memory  memory oob_memory.c: an OFFLINE time from the file is
+#                           not clamped to the retry time from now
 #
 # FUZZ_SECONDS per run (default 60; each stops at its first finding).
 # Exit 0 when every bug was found, 77 (with run.sh's SKIP line) when this
@@ -59,6 +61,8 @@ plant("ssl_pkt.c", "    reply.peer_session_id = state->peer_session_id;\n",
       "        buf_write_u8(&leak, 1);\n    }\n")
 plant("mudp.c", "if (m->probe_reply.off)",
       "if (m->probe_reply.off && !(fuzz_plant_mudp_c(\"mudp\") && now % 2 == 0)) /* DELIBERATE BUG */")
+plant("oob_memory.c", "if (left > (int64_t)retry * 1000000)",
+      "if (left > (int64_t)retry * 1000000 && !fuzz_plant_oob_memory_c(\"memory\")) /* DELIBERATE BUG */")
 plant("oob_client.c", "if (BLEN(pkt) < 1 + SID_SIZE",
       "if (BLEN(pkt) < (fuzz_plant_oob_client_c(\"client\") ? 0 : 1) + SID_SIZE /* DELIBERATE BUG */")
 EOF_PY
@@ -70,6 +74,7 @@ cases=(
     "fuzz_oob_server leak   ERROR:.LeakSanitizer     in.tls_oob_probe_reply.*/ssl_pkt\\.c:"
     "fuzz_oob_server mudp   fuzz_oob_server:.check.failed:.*OOB_DROP_OFF  in.LLVMFuzzerTestOneInput"
     "fuzz_oob_client client ERROR:.AddressSanitizer  in.oob_client_receive.*/oob_client\\.c:"
+    "fuzz_oob_memory memory fuzz_oob_memory:.check.failed:.OFFLINE  in.LLVMFuzzerTestOneInput"
 )
 fail=0
 for c in "${cases[@]}"; do
