@@ -320,9 +320,9 @@ step upstream/t_lpback  600 upstream_script t_lpback.sh
 step upstream/t_cltsrv  600 upstream_script t_cltsrv.sh
 step upstream/t_net     300 t_net
 step relay              180 make -s -C "$top/testbed/relay" check
-step fuzz/oob-codec      300 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
+step fuzz/oob-codec      420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
 # does the fuzzing find bugs: one planted bug per target (about 1 min)
-step fuzz/selftest       240 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
+step fuzz/selftest       360 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
 for t in "$top"/tests/e2e/t_*.sh; do
     [ -e "$t" ] || continue
     n=$(basename "$t" .sh)
