@@ -551,7 +551,7 @@ cmd_check()
             echo "not ok - $v: openvpn.exe --help (exit $rc)"; badn=$((badn+1))
         fi
         local o
-        for o in --server-probe-reply --server-probe-only --server-probe; do
+        for o in --server-probe-reply --server-probe-only --server-probe-persist --server-probe; do
             if grep -aq -- "^$o\b" "$CHK/$v/help.txt" ||
                 grep -aqE -- "^$o( |$)" "$CHK/$v/help.txt"; then
                 if [ "$v" = master-patched ]; then
