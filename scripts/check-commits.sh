@@ -9,6 +9,7 @@
 # rebased series:
 #   make check-commits
 #   [BASE=NAME] scripts/check-commits.sh   (scripts/base.sh; default 2.6)
+#   CHECK_LAST=N scripts/check-commits.sh  (only the last N commits)
 # With CHECK_CMAKE=1 (the default for a base whose tree has CMakeLists.txt
 # with unit tests, i.e. master) every commit is also built with CMake
 # (-DUNSUPPORTED_BUILDS=ON on Linux) and its unit tests run with ctest.
@@ -34,7 +35,9 @@ if [ -z "$cmake" ]; then
     cmake=1
     [ "$BASE_NAME" = "$BASE_DEFAULT" ] && cmake=0
 fi
-for c in $(git -C "$wt" rev-list --reverse upstream..HEAD); do
+# CHECK_LAST=N: only the last N commits (the build directory of the
+# previous run makes the first of them an incremental build)
+for c in $(git -C "$wt" rev-list --reverse upstream..HEAD | tail -n "${CHECK_LAST:-+1}"); do
     subj=$(git -C "$wt" log -1 --format=%s "$c")
     log="$out/$(git -C "$wt" rev-parse --short "$c").log"
     rm -rf "$out/tree"
