@@ -61,8 +61,11 @@ for c in $(git -C "$wt" rev-list --reverse upstream..HEAD | tail -n "${CHECK_LAS
             if [ "$cmake" = 1 ]; then
                 # from a clean copy of the commit: CMake refuses a source
                 # tree that an in-tree autotools build configured
-                rm -rf "$out/cmake-src" && mkdir -p "$out/cmake-src" &&
-                    cp -a "$out/tree/." "$out/cmake-src/" &&
+                # (rsync without --times: a changed file gets a new time
+                # stamp; git archive's stamps are the commit time, which
+                # would be older than the objects of the commit before)
+                mkdir -p "$out/cmake-src" &&
+                    rsync -rlc --delete "$out/tree/" "$out/cmake-src/" &&
                     cmake -S "$out/cmake-src" -B "$out/cmake-build" -DUNSUPPORTED_BUILDS=ON -DENABLE_PKCS11=OFF \
                         -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-Werror" >/dev/null &&
                     cmake --build "$out/cmake-build" -j"$(nproc)" &&
