@@ -1,12 +1,13 @@
 /*
  * fuzz_oob_client.c compiles oob_client.c itself, to fuzz its static
- * oob_client_receive().  The rest of oob_client.c (sockets, name
- * resolution, the handshake shortcut) is never called by the target but
- * references these, from init.c, socket.c, fdmisc.c, sig.c and ssl.c:
- * stubs that abort.  They are defined without their headers on purpose,
- * so that a changed signature does not break this build.  When
- * oob_client.c gains another such dependency, run.sh stubs it the same
- * way (and says so): add it here.
+ * oob_client_receive() (master: oob_probe.c and oob_probe_receive()).
+ * The rest of that file (sockets, name resolution, the handshake
+ * shortcut) is never called by the target but references these, from
+ * init.c, socket.c, fdmisc.c, sig.c and ssl.c (master: also
+ * socket_util.c, mtu.c and oob_memory.c): stubs that abort.  They are
+ * defined without their headers on purpose, so that a changed signature
+ * does not break this build.  When the file gains another such
+ * dependency, run.sh stubs it the same way (and says so): add it here.
  */
 #include "config.h"
 #include "syshead.h"
@@ -27,3 +28,10 @@ FUZZ_STUB(socket_set_mark)
 FUZZ_STUB(standalone_wrap_init)
 FUZZ_STUB(standalone_wrap_free)
 FUZZ_STUB(tls_multi_skip_to_third_packet)
+
+#ifdef FUZZ_BASE_MASTER
+FUZZ_STUB(create_socket_udp_unbound)
+FUZZ_STUB(hostname_randomize)
+FUZZ_STUB(oob_memory_phase_over)
+FUZZ_STUB(set_sock_extended_error_passing)
+#endif

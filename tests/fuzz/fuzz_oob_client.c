@@ -7,6 +7,11 @@
  * target was sent (oob_target_sent()).  Every wrap mode: none, tls-auth,
  * tls-crypt, tls-crypt-v2.
  *
+ * On master (-DFUZZ_BASE_MASTER) the probe I/O is oob_probe.c, and the
+ * same function is oob_probe_receive(), with struct oob_probe_run,
+ * oob_probe_target and oob_probe_entry: the harness uses the names
+ * fuzz_run, fuzz_target, fuzz_entry and fuzz_receive() for either.
+ *
  * Input:
  *   byte 0     bits 0-1  wrap mode of the target (enum fuzz_wrap)
  *              bit 2     0: the rest is the datagram as received
@@ -35,14 +40,27 @@
 #include "fuzz_peers.h"
 
 /* the code under test, with its static functions */
+#ifdef FUZZ_BASE_MASTER
+#include "oob_probe.c"
+#define fuzz_run     oob_probe_run
+#define fuzz_target  oob_probe_target
+#define fuzz_entry   oob_probe_entry
+#define fuzz_receive oob_probe_receive
+#else  /* ifdef FUZZ_BASE_MASTER */
 #include "oob_client.c"
+#define fuzz_run     oob_client_run
+#define fuzz_target  oob_client_target
+#define fuzz_entry   oob_client_entry
+#define fuzz_receive oob_client_receive
+#endif /* ifdef FUZZ_BASE_MASTER */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void fuzz_mock_init(void);
 
 #define HDR_LEN 6
 #define T0_US ((int64_t)1000000000000)  /* the probe phase's start */
-#define MAX_DATAGRAM 2048                /* oob_client_read()'s buffer */
+#define MAX_DATAGRAM 2048                /* oob_client_read()'s buffer (master:
+                                          * oob_probe_read()'s) */
 
 static struct fuzz_peer peers[FW_N];
 /* the server's side of tls-crypt-v2: its wrapping after it took the
@@ -106,7 +124,7 @@ is_own_sid(const struct oob_target_state *st, const struct session_id *sid)
 }
 
 static void
-check_target(const struct oob_client_target *t)
+check_target(const struct fuzz_target *t)
 {
     const struct oob_target_state *st = &t->st;
     if (!st->answered)
@@ -157,10 +175,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data += HDR_LEN;
     size -= HDR_LEN;
 
-    /* the targets, as oob_client_resolve() and oob_client_send() leave
-     * them; the entries' wrapping as standalone_wrap_init() sets it up */
-    struct oob_client_entry entries[2];
-    struct oob_client_target targets[2];
+    /* the targets, as oob_client_resolve() and oob_client_send() (master:
+     * oob_probe_resolve(), oob_probe_send()) leave them; the entries'
+     * wrapping as standalone_wrap_init() sets it up */
+    struct fuzz_entry entries[2];
+    struct fuzz_target targets[2];
     CLEAR(entries);
     CLEAR(targets);
     struct openvpn_sockaddr addr;
@@ -190,7 +209,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(oob_target_sent(&targets[i].st, &sid, T0_US + 300000 * k));
         }
     }
-    struct oob_client_run run;
+    struct fuzz_run run;
     CLEAR(run);
     run.targets = targets;
     run.n_targets = n_targets;
@@ -231,7 +250,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pkt = fuzz_datagram(data, size, 0);
     }
 
-    oob_client_receive(&run, &pkt, &addr, at);
+    fuzz_receive(&run, &pkt, &addr, at);
     TRACE("mode %s, %s, %d target(s): answered %d/%d, expected %d\n",
           fuzz_wrap_name[w0], wrapped ? "wrapped" : "raw", n_targets,
           targets[0].st.answered, targets[1].st.answered, expect_accept);
@@ -248,7 +267,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct oob_target_state before[2];
     memcpy(before, (struct oob_target_state[2]) { targets[0].st, targets[1].st },
            sizeof(before));
-    oob_client_receive(&run, &pkt, &addr, at + 1000);
+    fuzz_receive(&run, &pkt, &addr, at + 1000);
     for (int i = 0; i < n_targets; i++)
     {
         CHECK(memcmp(&before[i], &targets[i].st, sizeof(before[i])) == 0);

@@ -47,7 +47,15 @@
  *   - an out-of-band datagram moves exactly one counter of
  *     m->probe_stats by one (answered, or the first drop reason that
  *     applies: off, full, wrap, ...), any other datagram none; "answered"
- *     moves exactly when a reply is queued.
+ *     moves exactly when a reply is queued (master: sent).
+ *
+ * On master (-DFUZZ_BASE_MASTER) the same path, with master's API: the
+ * cookie is SipHash with c2.session_id_key, do_pre_decrypt_check() takes
+ * the socket the datagram came in on, and send_standalone_reply() sends
+ * at once through process_outgoing_link() instead of queueing in
+ * m->hmac_reply: the harness defines process_outgoing_link() to keep
+ * what would be sent (and checks that it goes to c2.from, on the socket
+ * of the probe, once per datagram).  The checks are the same.
  */
 #include "fuzz_peers.h"
 
@@ -60,7 +68,12 @@ void fuzz_mock_init(void);
 #define HDR_LEN 8
 
 static struct fuzz_peer peers[FW_N];
+#ifdef FUZZ_BASE_MASTER
+#define COOKIE_KEY fuzz_cookie_key
+#else
 static hmac_ctx_t *cookie_hmac;
+#define COOKIE_KEY cookie_hmac
+#endif
 static struct multi_context m;
 static struct context_buffers buffers;
 static struct hash no_instances;
@@ -81,6 +94,35 @@ static const struct oob_server_conf conf = {
                              fprintf(stderr, "fuzz_oob_server: check failed: %s (line %d)\n", \
                                      #cond, __LINE__); abort(); } } while (0)
 
+#ifdef FUZZ_BASE_MASTER
+/* what master's send_standalone_reply() hands to process_outgoing_link()
+ * for the datagram: a copy of c2.to_link, where to and on which socket */
+static struct buffer sent;
+static const struct link_socket_actual *sent_to;
+static const struct link_socket *sent_sock;
+/* the server's socket the datagrams come in on */
+static struct link_socket server_sock;
+
+/* forward.c: instead of the socket, keep what would be sent */
+void
+process_outgoing_link(struct context *c, struct link_socket *sock)
+{
+    /* one datagram gets one reply at most */
+    CHECK(sent_to == NULL);
+    sent = alloc_buf(BLEN(&c->c2.to_link));
+    ASSERT(buf_copy(&sent, &c->c2.to_link));
+    sent_to = c->c2.to_link_addr;
+    sent_sock = sock;
+}
+
+#define REPLY      (&sent)
+#define REPLY_DEST sent_to
+#else  /* ifdef FUZZ_BASE_MASTER */
+/* 2.6's send_standalone_reply() queues the reply */
+#define REPLY      (&m.hmac_reply)
+#define REPLY_DEST m.hmac_reply_dest
+#endif /* ifdef FUZZ_BASE_MASTER */
+
 static void
 init_once(void)
 {
@@ -95,11 +137,16 @@ init_once(void)
     {
         fuzz_peer_init(&peers[w], w);
     }
-    cookie_hmac = fuzz_cookie_hmac();
 
     /* the parts of the server's multi_context the stateless path uses */
     CLEAR(m);
+#ifdef FUZZ_BASE_MASTER
+    memcpy(m.top.c2.session_id_key, fuzz_cookie_key, sizeof(m.top.c2.session_id_key));
+    server_sock.info.proto = PROTO_UDP;
+#else
+    cookie_hmac = fuzz_cookie_hmac();
     m.top.c2.session_id_hmac = cookie_hmac;
+#endif
     m.top.c2.buffers = &buffers;
     /* init_context_buffers(): the server's frame */
     buffers.aux_buf = alloc_buf(BUF_SIZE(&peers[0].server.frame));
@@ -126,7 +173,7 @@ check_probe_reply(struct fuzz_peer *p, const struct buffer *reply,
 {
     CHECK(BLEN(reply) >= 1 + SID_SIZE);
     struct session_id cookie = calculate_session_id_hmac(state->peer_session_id,
-                                                         &from->dest, cookie_hmac,
+                                                         &from->dest, COOKIE_KEY,
                                                          handwindow, 0);
     CHECK(memcmp(BPTR(reply) + 1, cookie.id, SID_SIZE) == 0);
 
@@ -256,17 +303,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ASSERT(reflect_filter_rate_limit_check(m.initial_rate_limiter));
         }
     }
+#ifdef FUZZ_BASE_MASTER
+    free_buf(&sent);
+    sent_to = NULL;
+    sent_sock = NULL;
+#else
     CLEAR(m.hmac_reply);
     m.hmac_reply_dest = NULL;
+#endif
     struct oob_server_stats before = m.probe_stats;
 
     /* multi_get_create_instance_udp(): no instance for this address */
     struct tls_pre_decrypt_state state = { 0 };
     struct mroute_addr real;
     CLEAR(real);
+#ifdef FUZZ_BASE_MASTER
+    /* handle_connection_attempt() */
+    bool create = do_pre_decrypt_check(&m, &state, real, &server_sock);
+#else
     bool create = do_pre_decrypt_check(&m, &state, real);
+#endif
 
-    const struct buffer *reply = &m.hmac_reply;
+    const struct buffer *reply = REPLY;
     uint64_t moved = stats_sum(&m.probe_stats) - stats_sum(&before);
     bool answered = m.probe_stats.answered != before.answered;
     TRACE("mode %s, %s, op %d, create %d, reply %d bytes, counters moved %d\n",
@@ -291,7 +349,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {
             CHECK(!off && !full && !limited);
             CHECK(BLEN(reply) <= 3 * pkt_len);
-            CHECK(m.hmac_reply_dest == &m.top.c2.from);
+            CHECK(REPLY_DEST == &m.top.c2.from);
+#ifdef FUZZ_BASE_MASTER
+            CHECK(sent_sock == &server_sock);
+#endif
             CHECK(*BPTR(reply) == (P_CONTROL_OOB_V1 << P_OPCODE_SHIFT));
             check_probe_reply(p, reply, &state, &from, handwindow);
         }
@@ -308,7 +369,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(*BPTR(reply) == (P_CONTROL_HARD_RESET_SERVER_V2 << P_OPCODE_SHIFT));
             CHECK(BLEN(reply) >= 1 + SID_SIZE);
             struct session_id cookie = calculate_session_id_hmac(state.peer_session_id,
-                                                                 &from.dest, cookie_hmac,
+                                                                 &from.dest, COOKIE_KEY,
                                                                  handwindow, 0);
             CHECK(memcmp(BPTR(reply) + 1, cookie.id, SID_SIZE) == 0);
         }
@@ -318,7 +379,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free_tls_pre_decrypt_state(&state);
     initial_rate_limit_free(m.initial_rate_limiter);
     m.initial_rate_limiter = NULL;
+#ifdef FUZZ_BASE_MASTER
+    free_buf(&sent);
+    sent_to = NULL;
+    sent_sock = NULL;
+#else
     CLEAR(m.hmac_reply);
+#endif
     free_buf(&pkt);
     CLEAR(m.top.c2.buf);
     return 0;

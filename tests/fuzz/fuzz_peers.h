@@ -3,7 +3,8 @@
  * modes, set up like the daemon does it and like the unit tests in
  * tests/unit_tests/openvpn/test_pkt.c (init_tas_auth(), init_tas_crypt(),
  * init_oob_peers()), with the keys of test_pkt.c and tls_crypt_v2_keys.h.
- * Shared by the fuzz targets and the seed generator.
+ * Shared by the fuzz targets and the seed generator.  -DFUZZ_BASE_MASTER
+ * (run.sh, for the master series): the cookie key is master's SipHash key.
  */
 #ifndef FUZZ_PEERS_H
 #define FUZZ_PEERS_H
@@ -15,6 +16,10 @@
 #include "tls_crypt.h"
 #include "reliable.h"
 #include "oob.h"
+#ifdef FUZZ_BASE_MASTER
+#include "oob_server.h"
+#include "siphash.h"
+#endif
 
 #include "tls_crypt_v2_keys.h"
 
@@ -176,6 +181,14 @@ fuzz_peer_free(struct fuzz_peer *p)
     CLEAR(*p);
 }
 
+#ifdef FUZZ_BASE_MASTER
+/* a fixed SipHash key for the server's cookies, so that runs are
+ * repeatable (siphash_key_init() takes a random one); master computes
+ * the cookie with SipHash and keeps the key in c2.session_id_key */
+static const uint8_t fuzz_cookie_key[SIPHASH_KEY_SIZE] = {
+    'o', 'o', 'b', '-', 'p', 'r', 'o', 'b', 'e', ' ', 'c', 'o', 'o', 'k', 'i', 'e'
+};
+#else
 /* a fixed HMAC key for the server's cookies, so that runs are repeatable
  * (session_id_hmac_init() takes a random one) */
 static inline hmac_ctx_t *
@@ -186,6 +199,7 @@ fuzz_cookie_hmac(void)
     hmac_ctx_init(h, key, "SHA256");
     return h;
 }
+#endif
 
 /* a received datagram as the event loop has it: data at an offset (the
  * frame's headroom) and, unlike the real receive buffer, no room after

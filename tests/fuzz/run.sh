@@ -2,11 +2,14 @@
 # Build the libFuzzer targets (ASan + UBSan) against the patched build copy
 # and run each for FUZZ_SECONDS (default 20) from its seed corpus:
 #
-#   fuzz_oob         the OOB payload codec (oob.c)
+#   fuzz_oob         the OOB payload codec (oob.c; on master also the
+#                    server's probe checks of oob_server.c)
 #   fuzz_oob_server  a server's stateless path for one datagram: mudp.c's
 #                    own do_pre_decrypt_check() (mudp.c is compiled in),
 #                    in all four wrap modes
-#   fuzz_oob_client  a probing client's oob_client_receive(), all wrap modes
+#   fuzz_oob_client  a probing client's reading of a reply, all wrap modes:
+#                    oob_client_receive() (oob_client.c) on 2.6,
+#                    oob_probe_receive() (oob_probe.c) on master
 #   fuzz_oob_memory  the probe memory file (--server-probe-persist): load,
 #                    bounds, save and load again (oob_memory.c)
 #
@@ -14,10 +17,26 @@
 #   tests/fuzz/run.sh --build         only build
 #   tests/fuzz/run.sh --seeds         regenerate tests/fuzz/corpus/oob_{server,client}
 #
+# Both series: the base of FUZZ_SRC is told from its files.  A tree with
+# src/openvpn/oob_server.c is the master series (build/obj/master-patched/src),
+# built with -DFUZZ_BASE_MASTER: the targets then follow master's API (the
+# SipHash cookie key, send_standalone_reply() sending through
+# process_outgoing_link(), which the server target captures, oob_probe.c,
+# msglvl_t) and link what master's unit tests link.  Otherwise it is the
+# 2.6 series.  The targets check the same properties on both, and the
+# corpora in tests/fuzz/corpus/ are shared: the wire format is the same.
+# They are generated from 2.6 (the cookies in the client seeds are 2.6's,
+# which the client does not check); --seeds on master writes to
+# $FUZZ_OUT/seeds/ instead, to compare.
+#
+#   FUZZ_SRC=$PWD/build/obj/master-patched/src FUZZ_OUT=$PWD/build/fuzz-master \
+#       tests/fuzz/run.sh
+#
 # Environment: FUZZ_SECONDS (per target), FUZZ_RUNS (run that many inputs
 # per target instead of a time), FUZZ_SRC (the configured source tree to
 # build against, default build/obj/patched/src), FUZZ_OUT (default
-# build/fuzz), FUZZ_JOBS (parallel compiles, default 2).
+# build/fuzz; use another one per base, or each switch rebuilds),
+# FUZZ_JOBS (parallel compiles, default 2).
 #
 # Exit: 0 no finding; 1 a finding (crash, sanitizer report, leak, failed
 # check, timeout) or a build failure; 77 only when this machine cannot
@@ -68,18 +87,41 @@ fi
 
 o="$src/src/openvpn"
 u="$src/tests/unit_tests/openvpn"
-inc=(-DHAVE_CONFIG_H -I"$src" -I"$src/include" -I"$src/src/compat" -I"$o" -I"$u"
+
+# which series: master splits the server side of oob.c off into oob_server.c
+if [ -f "$o/oob_server.c" ]; then
+    base=master
+    defs=(-DFUZZ_BASE_MASTER)
+else
+    base=2.6
+    defs=()
+fi
+echo "fuzz: $base series in $src"
+
+inc=(-DHAVE_CONFIG_H "${defs[@]}" -I"$src" -I"$src/include" -I"$src/src/compat" -I"$o" -I"$u"
      -I/usr/include/lzo $(pkg-config --cflags libnl-genl-3.0 2>/dev/null))
 cflags=(-g -O1 -Wall -ffunction-sections -fdata-sections)
 libs=(-lssl -lcrypto -lcap-ng)
 
-# what test_pkt links (tests/unit_tests/openvpn/Makefile.am, pkt_testdriver)
-ovpn=(argv base64 buffer crypto crypto_openssl crypto_mbedtls env_set oob otime
-      packet_id platform reliable run_command session_id ssl_pkt win32-util tls_crypt)
-fuzz_oob_objs=(fuzz_oob fuzz_mock oob buffer platform mock_get_random)
-fuzz_oob_memory_objs=(fuzz_oob_memory fuzz_mock oob_memory buffer platform mock_get_random)
+# what test_pkt links (tests/unit_tests/openvpn/Makefile.am, pkt_testdriver),
+# and per series what else a target needs
+if [ "$base" = master ]; then
+    ovpn=(argv base64 buffer crypto crypto_epoch crypto_openssl crypto_mbedtls
+          crypto_mbedtls_legacy env_set oob oob_server otime packet_id platform
+          reliable run_command session_id siphash_reference ssl_pkt win32-util tls_crypt)
+    fuzz_oob_objs=(fuzz_oob fuzz_mock oob oob_server buffer platform win32-util
+                   mock_get_random)
+    fuzz_oob_memory_objs=(fuzz_oob_memory fuzz_mock oob_memory oob oob_rank buffer
+                          platform win32-util mock_get_random)
+    fuzz_oob_client_objs=(fuzz_oob_client fuzz_client_stubs fuzz_mock "${ovpn[@]}" oob_rank)
+else
+    ovpn=(argv base64 buffer crypto crypto_openssl crypto_mbedtls env_set oob otime
+          packet_id platform reliable run_command session_id ssl_pkt win32-util tls_crypt)
+    fuzz_oob_objs=(fuzz_oob fuzz_mock oob buffer platform mock_get_random)
+    fuzz_oob_memory_objs=(fuzz_oob_memory fuzz_mock oob_memory buffer platform mock_get_random)
+    fuzz_oob_client_objs=(fuzz_oob_client fuzz_client_stubs fuzz_mock "${ovpn[@]}")
+fi
 fuzz_oob_server_objs=(fuzz_oob_server fuzz_server_stubs fuzz_mock "${ovpn[@]}" reflect_filter)
-fuzz_oob_client_objs=(fuzz_oob_client fuzz_client_stubs fuzz_mock "${ovpn[@]}")
 gen_seeds_objs=(gen_seeds fuzz_mock "${ovpn[@]}")
 
 # rebuild everything when a source, header or flag changed
@@ -123,8 +165,9 @@ build() {  # target -> $out/target
     local files=()
     for n in "${objs[@]}"; do files+=("$obj/$n.o"); done
     if ! link "$t" "${files[@]}"; then
-        # fuzz_oob_client compiles all of oob_client.c, fuzz_oob_server all
-        # of mudp.c: functions that only their other parts use get a stub
+        # fuzz_oob_client compiles all of oob_client.c (master:
+        # oob_probe.c), fuzz_oob_server all of mudp.c: functions that only
+        # their other parts use get a stub
         # that aborts when called (see fuzz_client_stubs.c and
         # fuzz_server_stubs.c)
         local undef
@@ -154,9 +197,13 @@ link() {  # target objects...
 
 if [ "$mode" = seeds ]; then
     build gen_seeds || exit 1
-    for d in oob_server oob_client; do rm -rf "$here/corpus/$d"; mkdir -p "$here/corpus/$d"; done
-    "$out/gen_seeds" "$here/corpus/oob_server" "$here/corpus/oob_client" || exit 1
-    echo "seeds: $(ls "$here/corpus/oob_server" | wc -l) server, $(ls "$here/corpus/oob_client" | wc -l) client"
+    # the shared corpus comes from 2.6; master's seeds differ only in the
+    # cookies of the client seeds (SipHash, not HMAC)
+    seeds=$here/corpus
+    [ "$base" = master ] && seeds=$out/seeds
+    for d in oob_server oob_client; do rm -rf "$seeds/$d"; mkdir -p "$seeds/$d"; done
+    "$out/gen_seeds" "$seeds/oob_server" "$seeds/oob_client" || exit 1
+    echo "seeds: $(ls "$seeds/oob_server" | wc -l) server, $(ls "$seeds/oob_client" | wc -l) client in $seeds"
     exit 0
 fi
 

@@ -13,29 +13,47 @@
 #                           --server-probe-reply off, a probe is still
 #                           answered when the server's clock is even (only
 #                           found by fuzzing mudp.c itself)
-#   fuzz_oob_client  client oob_client.c oob_client_receive(): length check
+#   fuzz_oob_client  client oob_client.c oob_client_receive() (master:
+#                           oob_probe.c oob_probe_receive()): length check
 #                           off by one before reading the header session id
 #   fuzz_oob_memory  memory oob_memory.c: an OFFLINE time from the file is
 #                           not clamped to the retry time from now
 #
 # FUZZ_SECONDS per run (default 60; each stops at its first finding).
+# FUZZ_SRC selects the series as in run.sh: the default is 2.6's build
+# copy (broken copy in build/fuzz-broken); with FUZZ_SRC=
+# build/obj/master-patched/src the same bugs are planted in master's
+# files (broken copy in build/fuzz-broken-master).
 # Exit 0 when every bug was found, 77 (with run.sh's SKIP line) when this
 # machine cannot build libFuzzer programs.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 from=${FUZZ_SRC:-$top/build/obj/patched/src}
-broken=$top/build/fuzz-broken
 [ -f "$from/config.h" ] || { echo "FAIL: no configured source tree in $from"; exit 1; }
+# the series, as run.sh tells it
+if [ -f "$from/src/openvpn/oob_server.c" ]; then
+    base=master
+    broken=$top/build/fuzz-broken-master
+    client_file=oob_probe
+    client_func=oob_probe_receive
+else
+    base=2.6
+    broken=$top/build/fuzz-broken
+    client_file=oob_client
+    client_func=oob_client_receive
+fi
 
 rm -rf "$broken/src" "$broken/out/corpus" "$broken/out/crashes"
 mkdir -p "$broken"
+# (/_*: the build directories and logs kept at the top of master's copy)
 rsync -a --exclude='*.o' --exclude='.deps' --exclude='.libs' --exclude='*testdriver' \
-    --exclude=doc "$from/" "$broken/src/" || exit 1
+    --exclude=doc --exclude='/_*' "$from/" "$broken/src/" || exit 1
 
-python3 - "$broken/src/src/openvpn" <<'EOF_PY' || { echo "FAIL: cannot plant the bugs (the code changed?)"; exit 1; }
+python3 - "$broken/src/src/openvpn" "$base" <<'EOF_PY' || { echo "FAIL: cannot plant the bugs (the code changed?)"; exit 1; }
 import sys
 d = sys.argv[1]
+base = sys.argv[2]
 def plant(f, old, new):
     p = d + "/" + f
     s = open(p).read()
@@ -63,8 +81,12 @@ plant("mudp.c", "if (m->probe_reply.off)",
       "if (m->probe_reply.off && !(fuzz_plant_mudp_c(\"mudp\") && now % 2 == 0)) /* DELIBERATE BUG */")
 plant("oob_memory.c", "if (left > (int64_t)retry * 1000000)",
       "if (left > (int64_t)retry * 1000000 && !fuzz_plant_oob_memory_c(\"memory\")) /* DELIBERATE BUG */")
-plant("oob_client.c", "if (BLEN(pkt) < 1 + SID_SIZE",
-      "if (BLEN(pkt) < (fuzz_plant_oob_client_c(\"client\") ? 0 : 1) + SID_SIZE /* DELIBERATE BUG */")
+if base == "master":
+    plant("oob_probe.c", "if (BLEN(pkt) < 1 + (int)SID_SIZE",
+          "if (BLEN(pkt) < (fuzz_plant_oob_probe_c(\"client\") ? 0 : 1) + (int)SID_SIZE /* DELIBERATE BUG */")
+else:
+    plant("oob_client.c", "if (BLEN(pkt) < 1 + SID_SIZE",
+          "if (BLEN(pkt) < (fuzz_plant_oob_client_c(\"client\") ? 0 : 1) + SID_SIZE /* DELIBERATE BUG */")
 EOF_PY
 
 # target, plant, what the report must show (in the target's log): the
@@ -73,7 +95,7 @@ cases=(
     "fuzz_oob        oob    ERROR:.AddressSanitizer  in.oob_[a-z_]+.*/oob\\.c:"
     "fuzz_oob_server leak   ERROR:.LeakSanitizer     in.tls_oob_probe_reply.*/ssl_pkt\\.c:"
     "fuzz_oob_server mudp   fuzz_oob_server:.check.failed:.*OOB_DROP_OFF  in.LLVMFuzzerTestOneInput"
-    "fuzz_oob_client client ERROR:.AddressSanitizer  in.oob_client_receive.*/oob_client\\.c:"
+    "fuzz_oob_client client ERROR:.AddressSanitizer  in.$client_func.*/$client_file\\.c:"
     "fuzz_oob_memory memory fuzz_oob_memory:.check.failed:.OFFLINE  in.LLVMFuzzerTestOneInput"
 )
 fail=0
