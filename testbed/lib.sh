@@ -199,6 +199,22 @@ tb_has_opt()
     "$1" --help 2>/dev/null | grep -qE -- "--$2([^a-zA-Z0-9-]|\$)"
 }
 
+# tb_series [BIN]: which series BIN (default $TB_BIN) is: "master" for a
+# 2.8+ build (the master series, unpatched master), else "2.6".  The two
+# differ where master's idiom differs: per-packet server logs at
+# D_MULTI_DEBUG (--verb 7) with the one prefix "server-probe:", master's
+# integer option messages, a --server-probe-reply refused (not warned)
+# without a UDP listener, no resolver children
+tb_series()
+{
+    if "${1:-$TB_BIN}" --version 2>/dev/null | head -n 1 |
+        grep -qE '^OpenVPN 2\.([89]|[1-9][0-9])'; then
+        echo master
+    else
+        echo 2.6
+    fi
+}
+
 # tb_init NAME: fresh work dir build/testbed/NAME, cleanup trap. Two runs
 # of the same NAME at once would wipe each other's work dir: the second one
 # waits (up to TB_LOCK_TIMEOUT s, default 900) for the first to finish.
@@ -402,9 +418,11 @@ tb__spawn()
 }
 
 # tb_server NAME PORT [--bin PATH] [--wrap MODE] [--ipv6|--proto udp6]
-#           [-- extra openvpn args]
-# Starts a UDP --mode server on 127.0.0.1:PORT (or [::1]:PORT), with its own
-# tun device and subnet, and waits (bounded) for its initialization.
+#           [--local ADDR] [-- extra openvpn args]
+# Starts a UDP --mode server on 127.0.0.1:PORT (or [::1]:PORT, or
+# ADDR:PORT), with its own tun device and subnet, and waits (bounded) for
+# its initialization.  The address goes in --local ADDR, never in the
+# extra args: 2.7+ opens one listening socket per --local.
 tb_server()
 {
     local name=$1 port=$2; shift 2
@@ -414,6 +432,7 @@ tb_server()
             --bin) bin=$2; shift 2 ;;
             --wrap) wrap=$2; shift 2 ;;
             --ipv6) proto=udp6; local=::1; shift ;;
+            --local) local=$2; shift 2 ;;
             --proto) proto=$2; shift 2
                      [ "$proto" = udp6 ] && local=::1 ;;
             --) shift; break ;;

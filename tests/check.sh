@@ -70,11 +70,11 @@ result()
     esac
 }
 
-# step NAME TIMEOUT CMD...: run one test, bounded in time
-step()
+# step_run NAME TIMEOUT CMD...: run one test, bounded in time; its exit
+# status and seconds go to the step's .rc file (step_report prints them)
+step_run()
 {
     local name=$1 limit=$2; shift 2
-    if [ -n "$filter" ] && [[ ! "$name" =~ $filter ]]; then return; fi
     local log="$logs/${name//\//_}.log" t0 rc
     t0=$(date +%s)
     # bash -c so that exported shell functions can be steps too
@@ -83,23 +83,80 @@ step()
     timeout --kill-after=10 "$limit" bash -c '"$@"' step "$@" >"$log" 2>&1 </dev/null
     rc=$?
     [ $rc -eq 124 ] && echo "TIMEOUT after ${limit}s" >>"$log"
+    echo "$rc $(( $(date +%s) - t0 ))" >"$log.rc"
+}
+
+# step_report NAME: count and print the result step_run recorded
+step_report()
+{
+    local name=$1
+    local log="$logs/${name//\//_}.log" rc t
+    local warn="$logs/${name//\//_}.warn"
+    read -r rc t <"$log.rc" || { rc="no result"; t="-"; }
     # TAP "ok N - ... # SKIP" lines pass the step but test nothing: counted
     # and printed; in CI a failure
     local tapskip
     tapskip=$(grep -cE '^ok [0-9]+ .*# *SKIP' "$log")
-    if [ $rc -eq 0 ] && [ "$tapskip" -gt 0 ] && [ $in_ci = 1 ]; then
+    if [ "$rc" = 0 ] && [ "$tapskip" -gt 0 ] && [ $in_ci = 1 ]; then
         echo "check: CI=true: $tapskip check(s) reported 'ok ... # SKIP': a failure in CI" >>"$log"
         rc=1
     fi
-    result "$name" $rc "$log" $(( $(date +%s) - t0 ))
-    if [ $rc -eq 0 ] && [ "$tapskip" -gt 0 ]; then
+    result "$name" "$rc" "$log" "$t"
+    if [ "$rc" = 0 ] && [ "$tapskip" -gt 0 ]; then
         echo "     ($tapskip check(s) inside skipped: $(grep -m1 -E '^ok [0-9]+ .*# *SKIP' "$log" | sed 's/.*# *SKIP *//' | cut -c1-100))"
     fi
     # a step that passed only thanks to an escape hatch says so
-    if [ -s "$STEP_WARN" ]; then
+    if [ -s "$warn" ]; then
         warned+=("$name")
-        sed 's/^/WARNING /' "$STEP_WARN"
+        sed 's/^/WARNING /' "$warn"
     fi
+}
+
+# selected NAME: the step is not filtered out by -k
+selected()
+{
+    [ -z "$filter" ] || [[ "$1" =~ $filter ]]
+}
+
+# step NAME TIMEOUT CMD...: run one test and report it
+step()
+{
+    selected "$1" || return 0
+    step_run "$@"
+    step_report "$1"
+}
+
+# A lane runs steps in the background, one after the other, while the
+# main sequence goes on (the e2e tests of the two series mostly wait on
+# timers, each in network namespaces of its own); lane_collect waits for
+# the lane and reports its steps in their order.
+#   lane_start; lane_step NAME TIMEOUT CMD...; ...; lane_end
+#   ... other steps ...
+#   lane_collect
+lane_names=()
+lane_cmds=()
+lane_pid=""
+lane_start() { lane_names=(); lane_cmds=(); }
+lane_step()
+{
+    selected "$1" || return 0
+    lane_names+=("$1")
+    lane_cmds+=("$(printf '%q ' "$@")")
+}
+lane_end()
+{
+    [ ${#lane_cmds[@]} -gt 0 ] || return 0
+    local c
+    ( for c in "${lane_cmds[@]}"; do eval "step_run $c"; done ) &
+    lane_pid=$!
+}
+lane_collect()
+{
+    local n
+    [ -n "$lane_pid" ] && wait "$lane_pid"
+    lane_pid=""
+    for n in "${lane_names[@]}"; do step_report "$n"; done
+    lane_names=()
 }
 
 # worktree [BASE]: the base's work tree (build/openvpn for 2.6, what
@@ -323,18 +380,13 @@ step relay              180 make -s -C "$top/testbed/relay" check
 step fuzz/oob-codec      420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
 # does the fuzzing find bugs: one planted bug per target (about 1 min)
 step fuzz/selftest       360 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
-for t in "$top"/tests/e2e/t_*.sh; do
-    [ -e "$t" ] || continue
-    n=$(basename "$t" .sh)
-    step "e2e/${n#t_}" 600 "$t"
-done
-
 # the master series (patches/master/, build/openvpn-master): the same
 # checks of the work tree, the series and the style (clang-format 21.1.8),
 # its unit tests under autotools (every driver PASS) and under CMake
-# (ctest), and the end-to-end tests that exercise it against unpatched
-# master built the same way and against the 2.6 series (t_cross runs above
-# when build/bin/openvpn-master exists)
+# (ctest), the fuzz targets built against it, the build without
+# management and with --enable-small (-Werror), and the whole e2e suite
+# against it, with unpatched master built the same way as the baseline
+# (t_cross, which runs master and 2.6 against each other, runs once)
 master_unit()
 {
     timeout --kill-after=10 600 make -C "$top/build/obj/master-patched/src/tests/unit_tests" check 2>&1 |
@@ -366,20 +418,43 @@ master_e2e()
     TB_BIN="$top/build/bin/openvpn-master" TB_BASELINE="$top/build/bin/openvpn-master-baseline" \
         TB_ROOT="$top/build/testbed-master" "$top/tests/e2e/$1.sh"
 }
-export -f master_unit master_cmake master_e2e
-if [ -s "$top/patches/master/series" ]; then
+master_small()
+{
+    # -Wdate-time (Debian's flags) fails on upstream's own __DATE__ with -Werror
+    DEB_CFLAGS_APPEND="-Wno-error=date-time" BASE=master CONFIGURE_FLAGS="--enable-dco --enable-x509-alt-username --enable-unit-tests --enable-werror" \
+        "$top/scripts/build.sh" small
+}
+export -f master_unit master_cmake master_e2e master_small
+have_master=0
+[ -s "$top/patches/master/series" ] && have_master=1
+if [ $have_master = 1 ]; then
     step master/worktree       60 worktree master
     step master/series-check  300 series_check master
     step master/style         300 env BASE=master python3 "$top/scripts/style.py"
     step master/unit-tests    700 master_unit
-    step master/cmake        1200 master_cmake
-    # the rest of the e2e suite is not adapted to the master series yet
-    # (its log levels, option messages and help text differ, and its
-    # resolver has no children); t_memory (issue 19) runs as it is.
-    # MASTER_E2E="t_shortcut ..." runs more
-    for t in ${MASTER_E2E:-t_interop t_memory}; do
-        step "master/e2e/${t#t_}" 600 master_e2e "$t"
+    step master/fuzz          420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS_MASTER:-15}" \
+        FUZZ_SRC="$top/build/obj/master-patched/src" FUZZ_OUT="$top/build/fuzz-master" \
+        "$top/tests/fuzz/run.sh"
+    step master/fuzz-selftest 360 ci_no_skip env FUZZ_SECONDS=40 \
+        FUZZ_SRC="$top/build/obj/master-patched/src" "$top/tests/fuzz/selftest.sh"
+    # the e2e suite against the master build runs in a lane beside the
+    # 2.6 one (MASTER_E2E="t_a t_b": only those)
+    lane_start
+    for t in ${MASTER_E2E:-$(cd "$top/tests/e2e" && ls t_*.sh | sed 's/\.sh$//')}; do
+        [ "$t" = t_cross ] && continue
+        lane_step "master/e2e/${t#t_}" 600 master_e2e "$t"
     done
+    lane_end
+fi
+for t in "$top"/tests/e2e/t_*.sh; do
+    [ -e "$t" ] || continue
+    n=$(basename "$t" .sh)
+    step "e2e/${n#t_}" 600 "$t"
+done
+lane_collect
+if [ $have_master = 1 ]; then
+    step master/cmake        1200 master_cmake
+    step master/variant/small 900 master_small
 fi
 
 # the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's

@@ -13,6 +13,16 @@
 #       connection attempt is not delayed by the two names (connects
 #       within 2.5 s; the first version of the series resolved them one
 #       after the other: 6 s).
+# The master series resolves without helper processes (the review of the
+# 2.6 series refused its fork()ed resolvers): one lookup at a time, none
+# started once the phase's 1 s for names is spent.  A silent name server
+# then costs one blocking lookup (3 s here) per phase, not one per name:
+#   (a) the patched client connects within 3 s + 1 s, still well before
+#       the unpatched one;
+#   (b) only the first name is looked up ("the time for names was spent"
+#       for the second); the phase takes one lookup, <= 3 s + 1 s.  This
+#       is the master series' known cost: the unpatched client, whose
+#       first remote is alive, does not look up the names at all.
 # Prints patched and unpatched connect times. Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -56,8 +66,11 @@ tb_client ba --bin "$TB_DIR/baseline-silentdns" -- \
 pa_ms=$(tb_wait_connected pa 30) || pa_ms=""
 ba_ms=$(tb_wait_connected ba 60) || ba_ms=""
 tb_log "patched $pa_ms ms, unpatched $ba_ms ms"
-check "(a) patched connects within 2500 ms (${pa_ms:-none})" \
-    bash -c "[ -n '$pa_ms' ] && [ '$pa_ms' -lt 2500 ]"
+# master: one blocking lookup (3 s) plus the connection (see the top)
+limit=2500
+[ "$(tb_series)" = master ] && limit=4000
+check "(a) patched connects within $limit ms (${pa_ms:-none})" \
+    bash -c "[ -n '$pa_ms' ] && [ '$pa_ms' -lt $limit ]"
 check "(a) the name is logged as not resolved, at place 2" \
     grep -qF "server-probe: vpn1.example.org not resolved place=2" "$TB_DIR/pa.log"
 check "(a) unpatched waits for the name first (${ba_ms:-none} ms >= 2900)" \
@@ -73,14 +86,21 @@ tb_client bb --bin "$TB_DIR/baseline-silentdns" -- --remote 127.0.0.1 "$S" udp4 
 pb_ms=$(tb_wait_connected pb 30) || pb_ms=""
 bb_ms=$(tb_wait_connected bb 30) || bb_ms=""
 tb_log "patched $pb_ms ms, unpatched $bb_ms ms"
-check "(b) patched connects within 2500 ms, not 2 x 3 s later (${pb_ms:-none})" \
-    bash -c "[ -n '$pb_ms' ] && [ '$pb_ms' -lt 2500 ]"
+check "(b) patched connects within $limit ms, not 2 x 3 s later (${pb_ms:-none})" \
+    bash -c "[ -n '$pb_ms' ] && [ '$pb_ms' -lt $limit ]"
 check "(b) both names: not resolved, places 2 and 3" \
     bash -c "grep -qF 'server-probe: vpn1.example.org not resolved place=2' '$TB_DIR/pb.log' && grep -qF 'server-probe: vpn2.example.org not resolved place=3' '$TB_DIR/pb.log'"
 summary=$(grep -F "addresses answered in" "$TB_DIR/pb.log" | sed 's/.*server-probe: //')
 phase=$(sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p' <<<"$summary")
-check "(b) the whole phase (resolution included) took <= 1500 ms ($summary)" \
-    bash -c "[ -n '$phase' ] && [ '$phase' -le 1500 ]"
+if [ "$(tb_series)" = master ]; then
+    check "(b) master: the second name is not looked up once the time for names is spent" \
+        grep -qF "server-probe: vpn2.example.org:$S not probed: the time for names was spent" "$TB_DIR/pb.log"
+    check "(b) master: the whole phase took one lookup, <= 4000 ms ($summary)" \
+        bash -c "[ -n '$phase' ] && [ '$phase' -le 4000 ]"
+else
+    check "(b) the whole phase (resolution included) took <= 1500 ms ($summary)" \
+        bash -c "[ -n '$phase' ] && [ '$phase' -le 1500 ]"
+fi
 echo "# silent name server: time to connect, patched / unpatched: (a) $pa_ms / $ba_ms ms, (b) $pb_ms / $bb_ms ms"
 
 echo "1..$n"

@@ -47,13 +47,42 @@ opt_error()
 # ------------------------------------------------------------------ (a)
 tb_log "(a) a TCP server"
 PA=$(tb_port 1)
-tb_server sa "$PA" --proto tcp-server -- --server-probe-reply 0 50 100
+if [ "$(tb_series)" = master ]; then
+    # master: --server-probe-reply without a UDP listener is a usage error
+    [ -n "$TB_PKI" ] || tb_pki
+    out=$(timeout 10 "$TB_BIN" --mode server --tls-server --proto tcp-server --port "$PA" \
+        --dev null --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/server.crt" --key "$TB_PKI/server.key" \
+        --dh none --server-probe-reply 0 50 100 2>&1)
+    rc=$?
+    check "TCP-only server: --server-probe-reply refused, exit $rc ($(grep -m1 -- "server-probe-reply" <<<"$out"))" \
+        opt_error "$rc" "$out" "Options error: --server-probe-reply only works with --mode server and a UDP"
+    # 2.7+: one server with two UDP listeners and a TCP one; each UDP
+    # socket answers, from itself (the probe tool's socket is connected to
+    # the address it probed: a reply from another socket never reaches it)
+    PA2=$(tb_port 21) PA3=$(tb_port 22)
+    tb_server sm "$PA" -- --local 127.0.0.1 "$PA2" udp4 --local 127.0.0.1 "$PA3" tcp-server \
+        --server-probe-reply 0 50 100 --verb 7
+    l1=$("${PT[@]}" one --target "127.0.0.1:$PA" --timeout 2)
+    l2=$("${PT[@]}" one --target "127.0.0.1:$PA2" --timeout 2)
+    lt=$("${ST[@]}" tcp-one --target "127.0.0.1:$PA3" --kind probe --timeout 1.5)
+    lr=$("${ST[@]}" tcp-one --target "127.0.0.1:$PA3" --kind reset --timeout 2)
+    check "multi-socket server: UDP :$PA answers from :$PA ($l1)" \
+        test "$(kv reply "$l1")" = 1 -a "$(kv sid_ok "$l1")" = 1 -a "$(kv prio "$l1")" = 100
+    check "multi-socket server: UDP :$PA2 answers from :$PA2 ($l2)" \
+        test "$(kv reply "$l2")" = 1 -a "$(kv sid_ok "$l2")" = 1 -a "$(kv prio "$l2")" = 100
+    check "multi-socket server: TCP :$PA3 gets no reply to a probe ($lt); a reset right after is answered with opcode 8 ($lr)" \
+        test "$(kv reply "$lt")" = 0 -a "$(kv reply "$lr")" = 1 -a "$(kv op "$lr")" = 8
+    nrep=$(grep -c "Server probe from client, sending probe reply" "$TB_DIR/sm.log")
+    check "multi-socket server: the log shows 2 probe replies ($nrep)" test "$nrep" -eq 2
+    tb_stop sm
+fi
+tb_server sa "$PA" --proto tcp-server -- $([ "$(tb_series)" = master ] || echo --server-probe-reply 0 50 100)
 line=$("${ST[@]}" tcp-one --target "127.0.0.1:$PA" --kind probe --timeout 1.5)
 ctl=$("${ST[@]}" tcp-one --target "127.0.0.1:$PA" --kind reset --timeout 2)
 check "TCP server: a probe over TCP gets no reply ($line); a reset right after is answered with opcode 8 ($ctl)" \
     test "$(kv reply "$line")" = 0 -a "$(kv reply "$ctl")" = 1 -a "$(kv op "$ctl")" = 8
 check "TCP server: no 'server probe ... answered' in its log" \
-    bash -c "! grep -q 'OOB: server probe from .* answered' '$TB_DIR/sa.log'"
+    bash -c "! grep -qiE 'OOB: server probe from .* answered|sending probe reply' '$TB_DIR/sa.log'"
 tb_stop sa
 
 # ------------------------------------------------------------------ (b)

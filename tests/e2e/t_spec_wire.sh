@@ -190,29 +190,37 @@ run_pair()
     echo "# $tag wrap=$wrap: up [$SEQ_UP] down [$SEQ_DOWN]"
     tb_stop "$c"; tb_stop "$r"; tb_stop "$s"
 }
+# The unpatched reference itself may differ from run to run (unpatched
+# master's tls-crypt-v2 client sent its fifth control packet with 253 or
+# 254 bytes): the patched binary passes when its sequence is one that the
+# unpatched binary produced, in up to REF_RUNS runs.
+REF_RUNS=4
+# same_as_unpatched LABEL DIR CUR SBIN CBIN WRAP: CUR (the patched run's
+# SEQ_UP or SEQ_DOWN) against runs of the unpatched pair SBIN/CBIN
+same_as_unpatched()
+{
+    local label=$1 dir=$2 cur=$3 sbin=$4 cbin=$5 wrap=$6 k refs=() seq
+    for ((k = 1; k <= REF_RUNS; k++)); do
+        run_pair "$label (ref $k)" "$sbin" "$cbin" "$wrap"
+        if [ "$dir" = up ]; then seq=$SEQ_UP; else seq=$SEQ_DOWN; fi
+        [ -n "$seq" ] && refs+=("$seq")
+        [ -n "$cur" ] && [ "$seq" = "$cur" ] && break
+        # two identical references and no match: a real difference
+        [ ${#refs[@]} -ge 2 ] && [ "${refs[0]}" = "${refs[1]}" ] && break
+    done
+    [ ${#refs[@]} -gt 1 ] && [ "$(printf '%s\n' "${refs[@]}" | sort -u | wc -l)" -gt 1 ] &&
+        echo "#   note: the unpatched runs differ among themselves: $(printf '[%s] ' "${refs[@]}")"
+    [ -n "$cur" ] && [ "${refs[-1]:-}" = "$cur" ]
+}
 for wrap in tls-auth tls-crypt-v2; do
     # clients against the same (patched) server binary
-    run_pair "baseline client -> patched server (ref 1)" "$TB_BIN" "$TB_BASELINE" "$wrap"; b1=$SEQ_UP
-    run_pair "baseline client -> patched server (ref 2)" "$TB_BIN" "$TB_BASELINE" "$wrap"; b2=$SEQ_UP
     run_pair "patched client -> patched server" "$TB_BIN" "$TB_BIN" "$wrap"; p1=$SEQ_UP
-    if [ -z "$b1" ] || [ "$b1" != "$b2" ]; then
-        not_ok "$wrap: reference: two runs of the unpatched client give the same control packets up ([$b1] vs [$b2])"
-    else
-        check "$wrap: without --server-probe the patched client sends what the unpatched one sends: [$p1]" \
-            test "$p1" = "$b1"
-        [ "$p1" = "$b1" ] || echo "#   unpatched: [$b1]"
-    fi
+    check "$wrap: without --server-probe the patched client sends what the unpatched one sends: [$p1]" \
+        same_as_unpatched "baseline client -> patched server" up "$p1" "$TB_BIN" "$TB_BASELINE" "$wrap"
     # the same (unpatched) client against both servers
-    run_pair "baseline client -> baseline server (ref 1)" "$TB_BASELINE" "$TB_BASELINE" "$wrap"; d1=$SEQ_DOWN
-    run_pair "baseline client -> baseline server (ref 2)" "$TB_BASELINE" "$TB_BASELINE" "$wrap"; d2=$SEQ_DOWN
     run_pair "baseline client -> patched server" "$TB_BIN" "$TB_BASELINE" "$wrap"; dp=$SEQ_DOWN
-    if [ -z "$d1" ] || [ "$d1" != "$d2" ]; then
-        not_ok "$wrap: reference: two runs of the unpatched server give the same control packets down ([$d1] vs [$d2])"
-    else
-        check "$wrap: a patched server that gets no probes sends what the unpatched one sends: [$dp]" \
-            test "$dp" = "$d1"
-        [ "$dp" = "$d1" ] || echo "#   unpatched: [$d1]"
-    fi
+    check "$wrap: a patched server that gets no probes sends what the unpatched one sends: [$dp]" \
+        same_as_unpatched "baseline client -> baseline server" down "$dp" "$TB_BASELINE" "$TB_BASELINE" "$wrap"
 done
 
 echo "1..$n"
