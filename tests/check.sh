@@ -6,6 +6,10 @@
 #   planted bug per target must be found) and the end-to-end tests in
 #   tests/e2e/.
 # Prints PASS/FAIL/SKIP per test and a closing "N passed, N failed" line.
+# With patches/master/ the same for the master series: its CMake and
+# --disable-management --enable-small builds and its e2e suite run in a
+# background lane beside the 2.6 e2e suite and the soak (see lane_start),
+# and are reported at the end.
 #
 #   tests/check.sh [-k PATTERN]   only steps whose name matches PATTERN
 #
@@ -406,7 +410,7 @@ master_cmake()
     cmake -S "$b.src" -B "$b" -DUNSUPPORTED_BUILDS=ON -DENABLE_PKCS11=OFF \
         -DCMAKE_BUILD_TYPE=Release >"$logs/master-cmake.configure" 2>&1 ||
         { tail -30 "$logs/master-cmake.configure"; return 1; }
-    nice cmake --build "$b" -j"$(nproc)" >"$logs/master-cmake.build" 2>&1 ||
+    cmake --build "$b" -j"$(nproc)" >"$logs/master-cmake.build" 2>&1 ||
         { grep -m40 -E 'error|Error' "$logs/master-cmake.build"; return 1; }
     timeout --kill-after=10 600 ctest --test-dir "$b" --output-on-failure 2>&1 | tee "$logs/master-ctest.out"
     local rc=${PIPESTATUS[0]}
@@ -431,15 +435,15 @@ if [ $have_master = 1 ]; then
     step master/worktree       60 worktree master
     step master/series-check  300 series_check master
     step master/style         300 env BASE=master python3 "$top/scripts/style.py"
+    step master/style-commits 300 env BASE=master "$top/scripts/style-commits.sh"
     step master/unit-tests    700 master_unit
-    step master/fuzz          420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS_MASTER:-15}" \
-        FUZZ_SRC="$top/build/obj/master-patched/src" FUZZ_OUT="$top/build/fuzz-master" \
-        "$top/tests/fuzz/run.sh"
-    step master/fuzz-selftest 360 ci_no_skip env FUZZ_SECONDS=40 \
-        FUZZ_SRC="$top/build/obj/master-patched/src" "$top/tests/fuzz/selftest.sh"
-    # the e2e suite against the master build runs in a lane beside the
-    # 2.6 one (MASTER_E2E="t_a t_b": only those)
+    # a lane beside the 2.6 e2e suite: master's CMake build and ctest,
+    # its --disable-management --enable-small build (both at the lowest
+    # CPU priority: the e2e tests go first), then the e2e suite against
+    # the master build (MASTER_E2E="t_a t_b": only those)
     lane_start
+    lane_step master/cmake        1200 nice -n 19 bash -c master_cmake
+    lane_step master/variant/small 900 nice -n 19 bash -c master_small
     for t in ${MASTER_E2E:-$(cd "$top/tests/e2e" && ls t_*.sh | sed 's/\.sh$//')}; do
         [ "$t" = t_cross ] && continue
         lane_step "master/e2e/${t#t_}" 600 master_e2e "$t"
@@ -451,11 +455,6 @@ for t in "$top"/tests/e2e/t_*.sh; do
     n=$(basename "$t" .sh)
     step "e2e/${n#t_}" 600 "$t"
 done
-lane_collect
-if [ $have_master = 1 ]; then
-    step master/cmake        1200 master_cmake
-    step master/variant/small 900 master_small
-fi
 
 # the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's
 # CHECK_SEEDS (2,3,5,15,18,19,20,26,38,47,74,75,84,85,89,100,107,109,122,
@@ -464,6 +463,20 @@ fi
 # on a name with 2-3 dead addresses, and the re-probe after a ping-restart;
 # 74, 84, 100 and 133 trapped the client on one failing address of a name
 step soak 330 "$top/tests/soak/soak.py" --check
+
+# the master series' fuzz targets and their self-test (while its lane
+# runs its e2e tests)
+if [ $have_master = 1 ]; then
+    step master/fuzz          420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS_MASTER:-15}" \
+        FUZZ_SRC="$top/build/obj/master-patched/src" FUZZ_OUT="$top/build/fuzz-master" \
+        "$top/tests/fuzz/run.sh"
+    step master/fuzz-selftest 360 ci_no_skip env FUZZ_SECONDS=40 \
+        FUZZ_SRC="$top/build/obj/master-patched/src" "$top/tests/fuzz/selftest.sh"
+fi
+
+# the lane of the master series, if any
+lane_collect
+
 
 echo
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"

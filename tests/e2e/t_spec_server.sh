@@ -76,7 +76,10 @@ if [ "$(tb_series)" = master ]; then
     check "multi-socket server: the log shows 2 probe replies ($nrep)" test "$nrep" -eq 2
     tb_stop sm
 fi
-tb_server sa "$PA" --proto tcp-server -- $([ "$(tb_series)" = master ] || echo --server-probe-reply 0 50 100)
+# (2.6: the option is accepted there, with a warning)
+spr=(--server-probe-reply 0 50 100)
+[ "$(tb_series)" = master ] && spr=()
+tb_server sa "$PA" --proto tcp-server -- "${spr[@]}"
 line=$("${ST[@]}" tcp-one --target "127.0.0.1:$PA" --kind probe --timeout 1.5)
 ctl=$("${ST[@]}" tcp-one --target "127.0.0.1:$PA" --kind reset --timeout 2)
 check "TCP server: a probe over TCP gets no reply ($line); a reset right after is answered with opcode 8 ($ctl)" \
