@@ -356,34 +356,6 @@ if [ -z "$filter" ] || [[ unit =~ $filter ]]; then
     c_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/unit-tests.log" | awk '{s+=$1} END {print s+0}')
     echo "     (cmocka: ${c_pass:-0} test cases passed in $n drivers, ${t}s)"
 fi
-# the builds upstream's CI makes besides this one: mbed TLS (built, its
-# unit tests, and the e2e interop test of the mbed TLS openvpn with the
-# unpatched OpenSSL one in all wrap modes) and --disable-management
-# --enable-small (built)
-variant_mbedtls()
-{
-    "$top/scripts/build.sh" mbedtls || return 1
-    timeout --kill-after=10 300 make -C "$top/build/obj/mbedtls/src/tests/unit_tests" check 2>&1 |
-        tee /dev/stderr | grep -E '^(PASS|FAIL|ERROR|XPASS): .*_testdriver$' >"$logs/variant-mbedtls.results"
-    local rc=${PIPESTATUS[0]}
-    cat "$logs/variant-mbedtls.results"
-    [ $rc -eq 0 ] && ! grep -qvE '^PASS:' "$logs/variant-mbedtls.results" &&
-        grep -q '^PASS: ssl_shortcut_testdriver' "$logs/variant-mbedtls.results" &&
-        grep -q '^PASS: oob_testdriver' "$logs/variant-mbedtls.results" || return 1
-    TB_BIN="$top/build/bin/openvpn-mbedtls" TB_ROOT="$top/build/testbed-mbedtls" \
-        "$top/tests/e2e/t_interop.sh"
-}
-export -f variant_mbedtls
-export logs
-step variant/mbedtls    900 variant_mbedtls
-step variant/small      900 "$top/scripts/build.sh" small
-step upstream/t_lpback  600 upstream_script t_lpback.sh
-step upstream/t_cltsrv  600 upstream_script t_cltsrv.sh
-step upstream/t_net     300 t_net
-step relay              180 make -s -C "$top/testbed/relay" check
-step fuzz/oob-codec      420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
-# does the fuzzing find bugs: one planted bug per target (about 1 min)
-step fuzz/selftest       360 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
 # the master series (patches/master/, build/openvpn-master): the same
 # checks of the work tree, the series and the style (clang-format 21.1.8),
 # its unit tests under autotools (every driver PASS) and under CMake
@@ -437,10 +409,10 @@ if [ $have_master = 1 ]; then
     step master/style         300 env BASE=master python3 "$top/scripts/style.py"
     step master/style-commits 300 env BASE=master "$top/scripts/style-commits.sh"
     step master/unit-tests    700 master_unit
-    # a lane beside the 2.6 e2e suite: master's CMake build and ctest,
-    # its --disable-management --enable-small build (both at the lowest
-    # CPU priority: the e2e tests go first), then the e2e suite against
-    # the master build (MASTER_E2E="t_a t_b": only those)
+    # a lane beside the rest of the 2.6 steps: master's CMake build and
+    # ctest, its --disable-management --enable-small build (both at the
+    # lowest CPU priority: the tests in the foreground go first), then the
+    # e2e suite against the master build (MASTER_E2E="t_a t_b": only those)
     lane_start
     lane_step master/cmake        1200 nice -n 19 bash -c master_cmake
     lane_step master/variant/small 900 nice -n 19 bash -c master_small
@@ -450,6 +422,35 @@ if [ $have_master = 1 ]; then
     done
     lane_end
 fi
+
+# the builds upstream's CI makes besides this one: mbed TLS (built, its
+# unit tests, and the e2e interop test of the mbed TLS openvpn with the
+# unpatched OpenSSL one in all wrap modes) and --disable-management
+# --enable-small (built)
+variant_mbedtls()
+{
+    "$top/scripts/build.sh" mbedtls || return 1
+    timeout --kill-after=10 300 make -C "$top/build/obj/mbedtls/src/tests/unit_tests" check 2>&1 |
+        tee /dev/stderr | grep -E '^(PASS|FAIL|ERROR|XPASS): .*_testdriver$' >"$logs/variant-mbedtls.results"
+    local rc=${PIPESTATUS[0]}
+    cat "$logs/variant-mbedtls.results"
+    [ $rc -eq 0 ] && ! grep -qvE '^PASS:' "$logs/variant-mbedtls.results" &&
+        grep -q '^PASS: ssl_shortcut_testdriver' "$logs/variant-mbedtls.results" &&
+        grep -q '^PASS: oob_testdriver' "$logs/variant-mbedtls.results" || return 1
+    TB_BIN="$top/build/bin/openvpn-mbedtls" TB_ROOT="$top/build/testbed-mbedtls" \
+        "$top/tests/e2e/t_interop.sh"
+}
+export -f variant_mbedtls
+export logs
+step variant/mbedtls    900 variant_mbedtls
+step variant/small      900 "$top/scripts/build.sh" small
+step upstream/t_lpback  600 upstream_script t_lpback.sh
+step upstream/t_cltsrv  600 upstream_script t_cltsrv.sh
+step upstream/t_net     300 t_net
+step relay              180 make -s -C "$top/testbed/relay" check
+step fuzz/oob-codec      420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
+# does the fuzzing find bugs: one planted bug per target (about 1 min)
+step fuzz/selftest       360 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
 for t in "$top"/tests/e2e/t_*.sh; do
     [ -e "$t" ] || continue
     n=$(basename "$t" .sh)
