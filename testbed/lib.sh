@@ -624,7 +624,8 @@ tb_connected_port()
 # order. Checks: responders before non-responders; priorities ascending;
 # in each priority group, the targets within MARGIN_MS of the group's
 # fastest (the band) before the others, inside the band no weight-0 target
-# before one with a weight (RFC 2782 running sum), after it by RTT. RTTs
+# before one with a weight (RFC 2782 running sum), after it by RTT; no
+# refused or unreachable target before a silent one ("no reply"). RTTs
 # are logged to 0.1 ms: a target within 0.1 ms of the band's edge may be
 # on either side. One address per remote (place is per remote). Prints why
 # not, returns 1; prints nothing and returns 0 when consistent (and 1 when
@@ -647,6 +648,8 @@ tb_rank_check()
             }
             ans[n] = (R[n] != "")
             if (ans[n]) R[n] += 0
+            ref[n] = (f[2] == "refused" || f[2] == "unreachable")
+            sil[n] = (f[2] == "no" && f[3] == "reply")
         }
         function fail(msg) { print msg; bad = 1 }
         END {
@@ -657,6 +660,8 @@ tb_rank_check()
                 # i is placed before j
                 if (!ans[i] && ans[j])
                     fail(A[i] " (no reply) placed before the responder " A[j])
+                if (ref[i] && sil[j])
+                    fail(A[i] " (refused) placed before the silent " A[j])
                 if (!ans[i] || !ans[j]) continue
                 if (Q[i] > Q[j])
                     fail(A[i] " (prio " Q[i] ") placed before " A[j] " (prio " Q[j] ")")

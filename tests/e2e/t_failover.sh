@@ -20,7 +20,11 @@
 #       one pass, and is not trapped;
 #   (d) a client with --user nobody, --persist-key and a tls-auth key file
 #       only root can read probes again after its server died and
-#       reconnects (the probes use the keys as the connection does).
+#       reconnects (the probes use the keys as the connection does);
+#   (e) nothing answers: remotes [a closed port (refused), a blackhole
+#       (silent)]: a refusal never ranks ahead of a silence (the silent
+#       address may be a server that lost a probe, or whose probe went
+#       astray): the blackhole at place 1, the closed port at place 2.
 # Prints the figures. Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -172,6 +176,21 @@ else
     not_ok "(d) did not connect to 127.0.0.1:$G first"; tb_tail cu
 fi
 tb_stop cu
+
+# ------------------------------------------------------------------ (e)
+tb_log "(e) no reply at all: [closed port, blackhole]"
+tb_client ce -- --remote 127.0.0.1 "$CLOSED" udp4 --remote 127.0.0.1 "$BH" udp4 \
+    --server-probe --connect-retry 30
+for ((i = 0; i < 500; i++)); do has ce "addresses answered in" && break; sleep 0.01; done
+se=$(summary ce)
+tb_log "nothing answered: $se"
+check "(e) the blackhole (silent) at place 1" \
+    grep -qF "server-probe: [AF_INET]127.0.0.1:$BH no reply place=1" "$TB_DIR/ce.log"
+check "(e) the closed port (refused) at place 2" \
+    grep -qF "server-probe: [AF_INET]127.0.0.1:$CLOSED refused place=2" "$TB_DIR/ce.log"
+check "(e) first remote: the silent one ($se)" \
+    bash -c "grep -qF 'first remote now 127.0.0.1:$BH' '$TB_DIR/ce.log'"
+tb_stop ce
 
 echo "1..$n"
 echo "# $n checks, $fails failed"

@@ -44,6 +44,10 @@ check_bounds(const struct oob_memory *m)
         check(e->outcome < OOB_MEM_N_OUTCOMES, "a known outcome");
         check(e->rtt_us <= 60 * 1000000, "rtt bounded");
         check(NOW_US - e->at_us <= (int64_t)OOB_MEMORY_MAX_AGE_S * 1000000, "no entry older than a day");
+        check(e->at_us <= NOW_US, "nothing happened after now");
+        check(!e->ever_answered || e->answered_us <= e->at_us, "no answer after the last outcome");
+        check(!e->ever_answered || NOW_US - e->answered_us <= (int64_t)OOB_MEMORY_MAX_AGE_S * 1000000,
+              "no answer older than a day");
         for (const char *k = e->host; *k; k++)
         {
             check(*k > ' ' && *k < 0x7f, "host is one token");
