@@ -18,7 +18,10 @@ pkgs=(autoconf automake libtool pkg-config make gcc
       # builds it too; libfaketime for the wall-clock jump in t_clock.sh
       libmbedtls-dev faketime libfaketime
       # the master series: CMake (npm for clang-format 21.1.8, see below)
-      cmake)
+      cmake
+      # the field test bed (testbed/field.sh): the router's NAT and its
+      # conntrack flush, and a ping to check the paths
+      iptables conntrack iputils-ping)
 # npm (scripts/clang-format.sh installs clang-format-node@2.0.8 with it):
 # the machine's Node.js may ship it (nodejs from elsewhere conflicts with
 # Debian's npm package); only without an npm command is Debian's installed

@@ -1,0 +1,166 @@
+#!/bin/bash
+# shellcheck disable=SC2317  # helpers run through check()
+# Failover in the field (issue 24): client, router (NAT) and servers in
+# network namespaces of their own with real routes (testbed/field.sh).
+# Three servers push "redirect-gateway def1" (and ipv6) and keepalive 1 4;
+# the client has three remotes and, as VPN providers ship it,
+# --persist-tun. The connected server is killed (SIGKILL):
+#   (a) IPv4, --persist-tun: the patched client (--server-probe) is on a
+#       live server within ping-restart (4 s) + 2 s of the kill; the
+#       re-probe's live servers answer ("2 of 3"); unpatched 2.6.14 in the
+#       same run, bounded at 20 s (it never gets there: its packets to the
+#       next server go into the dead tunnel);
+#   (b) the same over IPv6;
+#   (c) IPv4 without --persist-tun (both clients reconnect; the patched
+#       one within the same bound);
+#   (d) after each client: its routing tables are as before it started
+#       (nothing left behind), and its probe memory remembers no live
+#       server as OFFLINE.
+# Prints the figures (the bench rows). Exit 0 pass, 1 fail, 77 skip.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../../testbed/lib.sh
+. "$here/../../testbed/lib.sh"
+# shellcheck source=../../testbed/field.sh
+. "$here/../../testbed/field.sh"
+
+tb_setup field server-probe -- "$@"
+fd_up
+ROUTES0=$(fd_routes)
+
+# killed_and_back NAME: kill the server NAME is connected to (KILLED), and
+# set BACK_MS to the ms from the kill to NAME's next "Initialization
+# Sequence Completed" (empty if none within 20 s)
+KILLED="" BACK_MS="" AFTER_PR_MS=""
+killed_and_back()
+{
+    local name=$1 srv s t0 line ns
+    KILLED="" BACK_MS="" AFTER_PR_MS=""
+    srv=$(tb_connected_server "$name") || return
+    for s in s0 s1 s2 t0 t1 t2; do
+        [ -f "$TB_DIR/$s.info" ] || continue
+        case $srv in
+            "$(cut -d' ' -f1 "$TB_DIR/$s.info"):1194" | "[$(cut -d' ' -f1 "$TB_DIR/$s.info")]:1194") KILLED=$s ;;
+        esac
+    done
+    [ -n "$KILLED" ] || return
+    t0=$(date +%s%N)
+    kill -KILL "${TB_PID[$KILLED]}"
+    wait "${TB_PID[$KILLED]}" 2>/dev/null
+    if fd_wait_lines "$name" 2 "Initialization Sequence Completed" 20 >/dev/null; then
+        line=$(grep -F "Initialization Sequence Completed" "$TB_DIR/$name.log" | sed -n 2p)
+        ns=$(tb__logtime_ns "$line")
+        BACK_MS=$(( (ns - t0) / 1000000 ))
+        # what the client measured: from its ping-restart to connected
+        local pr
+        pr=$(tb__logtime_ns "$(grep -F "Inactivity timeout (--ping-restart)" "$TB_DIR/$name.log" | head -n1)")
+        [ -n "$pr" ] && AFTER_PR_MS=$(( (ns - pr) / 1000000 ))
+    fi
+}
+# restart the server killed by killed_and_back (same name, index, proto)
+restart_killed()
+{
+    local s=$KILLED idx proto
+    [ -n "$s" ] || return 0
+    unset "TB_PID[$s]"
+    idx=${s#?}
+    proto=udp4
+    [ "${s:0:1}" = t ] && proto=udp6
+    fd_server "$s" "$idx" "$proto" -- --server-probe-reply 0 50 100
+}
+
+# one case: CLIENT-NAME PROTO LABEL BIN ARGS...
+declare -A MS PR
+# patched_back NAME: the patched client NAME is on a live server within
+# 500 ms of its ping-restart plus upstream's own pauses on the way, as
+# its log names them ("Restart pause, N second(s)"; 1 s before it reopens
+# the tun when "Pulled options changed": the servers push other
+# addresses), and within that plus 5 s of the kill (ping-restart 4 s and
+# its 1 s timer)
+patched_back()
+{
+    local log="$TB_DIR/$1.log" pause reopen=0 bound
+    pause=$(sed -n 's/.*Restart pause, \([0-9]*\) second.*/\1/p' "$log" | head -n1)
+    grep -qF "Pulled options changed on restart" "$log" && reopen=1
+    bound=$(( (${pause:-0} + reopen) * 1000 + 500 ))
+    echo "#   bound: ${bound} ms after the ping-restart (restart pause ${pause:-0} s, tun reopened: $reopen)"
+    [ -n "${MS[$1]}" ] && [ -n "${PR[$1]}" ] && [ "${PR[$1]}" -le "$bound" ] &&
+        [ "${MS[$1]}" -le $((bound + 5000)) ]
+}
+run_case()
+{
+    local name=$1 proto=$2 bin=$3; shift 3
+    local pfx=s r=()
+    [ "$proto" = udp6 ] && pfx=t
+    local mem="$TB_DIR/$name.memory"
+    local extra=()
+    [ "$bin" = "$TB_BIN" ] && extra=(--server-probe --server-probe-persist "$mem")
+    for i in 0 1 2; do
+        r+=(--remote "$(cut -d' ' -f1 "$TB_DIR/$pfx$i.info")" 1194 "$proto")
+    done
+    fd_client "$name" --bin "$bin" -- "${r[@]}" "${extra[@]}" "$@"
+    if ! tb_wait_connected "$name" 20 >/dev/null; then
+        MS[$name]=""
+        not_ok "($name) connected at all"
+        tb_stop "$name"
+        return
+    fi
+    killed_and_back "$name"
+    local ms=$BACK_MS
+    MS[$name]=$ms
+    PR[$name]=$AFTER_PR_MS
+    tb_log "$name: killed ${KILLED:-?}, back after ${ms:-never (20 s)} ms${AFTER_PR_MS:+ (${AFTER_PR_MS} ms after its ping-restart)}"
+    grep -E "server-probe: (probing|.*answered in|\[AF_INET6?\].* place=)" "$TB_DIR/$name.log" | sed 's/^[^ ]* [^ ]* [^ ]* /#   | /' | tail -n 10
+    tb_stop "$name"
+    restart_killed
+    # (d) nothing left behind, no live server remembered OFFLINE
+    local now
+    now=$(fd_routes)
+    check "(d) $name: the client ns' routes are as before" test "$now" = "$ROUTES0"
+    [ "$now" = "$ROUTES0" ] || diff <(echo "$ROUTES0") <(echo "$now") | sed 's/^/#   /'
+    if [ -f "$mem" ]; then
+        local live bad=""
+        for s in "$pfx"0 "$pfx"1 "$pfx"2; do
+            [ "$s" = "$KILLED" ] && continue
+            live=$(cut -d' ' -f1 "$TB_DIR/$s.info")
+            grep -qE "^[^ ]+ 1194 udp $live (no-reply|refused|unreachable) .* [1-9][0-9]* [1-9][0-9]* [01]$" "$mem" && bad+=" $live"
+        done
+        check "(d) $name: no live server remembered OFFLINE${bad:+ (but:$bad)}" test -z "$bad"
+    fi
+}
+
+for i in 0 1 2; do
+    fd_server s$i "$i" udp4 -- --server-probe-reply 0 50 100
+done
+
+tb_log "(a) IPv4, --persist-tun, the connected server killed"
+run_case a_base udp4 "$TB_BASELINE" --persist-tun
+run_case a_probe udp4 "$TB_BIN" --persist-tun
+check "(a) patched, --persist-tun: back on a live server ${PR[a_probe]:-never} ms after its ping-restart, ${MS[a_probe]:-never} ms after the kill" \
+    patched_back a_probe
+check "(a) the re-probe found the two live servers" \
+    grep -qF "2 of 3 addresses answered" "$TB_DIR/a_probe.log"
+
+tb_log "(c) IPv4 without --persist-tun"
+run_case c_base udp4 "$TB_BASELINE"
+run_case c_probe udp4 "$TB_BIN"
+check "(c) patched, no --persist-tun: back ${PR[c_probe]:-never} ms after its ping-restart, ${MS[c_probe]:-never} ms after the kill" \
+    patched_back c_probe
+
+tb_log "(b) IPv6, --persist-tun"
+for i in 0 1 2; do
+    fd_server t$i "$i" udp6 -- --server-probe-reply 0 50 100
+done
+run_case b_base udp6 "$TB_BASELINE" --persist-tun
+run_case b_probe udp6 "$TB_BIN" --persist-tun
+check "(b) patched over IPv6, --persist-tun: back ${PR[b_probe]:-never} ms after its ping-restart, ${MS[b_probe]:-never} ms after the kill" \
+    patched_back b_probe
+
+echo "# | case (ms from the kill; from the client's ping-restart) | unpatched | patched |"
+echo "# |---|---|---|"
+echo "# | IPv4, persist-tun, keepalive 1 4, connected server killed | ${MS[a_base]:-never (20 s)} | ${MS[a_probe]:-never (20 s)}; ${PR[a_probe]:--} |"
+echo "# | IPv6, persist-tun | ${MS[b_base]:-never (20 s)} | ${MS[b_probe]:-never (20 s)}; ${PR[b_probe]:--} |"
+echo "# | IPv4, no persist-tun | ${MS[c_base]:-never (20 s)} | ${MS[c_probe]:-never (20 s)}; ${PR[c_probe]:--} |"
+echo "1..$n"
+echo "# $n checks, $fails failed"
+[ "$fails" -eq 0 ]
