@@ -24,7 +24,10 @@
 #   (e) nothing answers: remotes [a closed port (refused), a blackhole
 #       (silent)]: a refusal never ranks ahead of a silence (the silent
 #       address may be a server that lost a probe, or whose probe went
-#       astray): the blackhole at place 1, the closed port at place 2.
+#       astray): the blackhole at place 1, the closed port at place 2;
+#   (f) --local on a multi-homed host: the probes leave from the address
+#       the connection binds (127.0.0.5), not from the one the routing
+#       table would pick (127.0.0.1).
 # Prints the figures. Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -191,6 +194,19 @@ check "(e) the closed port (refused) at place 2" \
 check "(e) first remote: the silent one ($se)" \
     bash -c "grep -qF 'first remote now 127.0.0.1:$BH' '$TB_DIR/ce.log'"
 tb_stop ce
+
+# ------------------------------------------------------------------ (f)
+tb_log "(f) --local 127.0.0.5: probes leave from the connection's address"
+RF=$(tb_port 160) LP=$(tb_port 161)
+tb_relay rf "127.0.0.1:$RF" "127.0.0.1:$S1"
+tb_client cf5 --bind -- --local 127.0.0.5 --lport "$LP" --remote 127.0.0.1 "$RF" udp4 --server-probe
+tb_wait_connected cf5 20 >/dev/null
+probe_src=$(awk '$2 == "up" && $4 == 12 { print $3; exit }' "$TB_DIR/rf.relay.log")
+reset_src=$(awk '$2 == "up" && $4 == 7 { print $3; exit }' "$TB_DIR/rf.relay.log")
+check "(f) the probe came from 127.0.0.5 (${probe_src:-none})" test "${probe_src%:*}" = 127.0.0.5
+check "(f) the connection from 127.0.0.5:$LP (${reset_src:-none})" test "$reset_src" = "127.0.0.5:$LP"
+check "(f) connected ($(tb_connected_server cf5))" test "$(tb_connected_server cf5)" = "127.0.0.1:$RF"
+tb_stop cf5
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
