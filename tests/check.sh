@@ -400,7 +400,39 @@ master_small()
     DEB_CFLAGS_APPEND="-Wno-error=date-time" BASE=master CONFIGURE_FLAGS="--enable-dco --enable-x509-alt-username --enable-unit-tests --enable-werror" \
         "$top/scripts/build.sh" small
 }
-export -f master_unit master_cmake master_e2e master_small
+# asan_e2e BASE TEST: an e2e test against the ASan+UBSan build of a
+# series (build/bin/openvpn[-BASE]-asan, clients and servers) with its
+# unpatched baseline; any sanitizer report (per-process files, leaks at
+# exit included) fails it (issue 26)
+asan_e2e()
+{
+    local base=$1 t=$2 sfx="" f reports rc
+    [ "$base" = 2.6 ] || sfx="-$base"
+    local dir="$top/build/check-asan$sfx/$t"
+    rm -rf "$dir"
+    mkdir -p "$dir/san"
+    chmod 1777 "$dir/san"
+    [ -x "$top/build/bin/openvpn$sfx-asan" ] || { echo "no build/bin/openvpn$sfx-asan"; return 1; }
+    TB_BIN="$top/build/bin/openvpn$sfx-asan" TB_BASELINE="$top/build/bin/openvpn$sfx-baseline" \
+        TB_ROOT="$top/build/testbed-asan$sfx" \
+        ASAN_OPTIONS="log_path=$dir/san/asan:detect_leaks=1:halt_on_error=1:abort_on_error=0" \
+        LSAN_OPTIONS="log_path=$dir/san/lsan" \
+        UBSAN_OPTIONS="log_path=$dir/san/ubsan:halt_on_error=1:print_stacktrace=1" \
+        "$top/tests/e2e/$t.sh"
+    rc=$?
+    reports=$(find "$dir/san" -type f | sort)
+    for f in $reports; do
+        echo "=== sanitizer report $f"
+        head -60 "$f"
+    done
+    [ -z "$reports" ] || return 1
+    return $rc
+}
+# the e2e tests that run on the sanitizer builds: reconnects, the probe
+# memory, failover, hostile replies, the field test bed
+ASAN_E2E=${ASAN_E2E:-t_memory_evidence t_memory t_failover t_reconnect t_hostile t_field}
+export ASAN_E2E
+export -f master_unit master_cmake master_e2e master_small asan_e2e
 have_master=0
 [ -s "$top/patches/master/series" ] && have_master=1
 if [ $have_master = 1 ]; then
@@ -419,6 +451,11 @@ if [ $have_master = 1 ]; then
     for t in ${MASTER_E2E:-$(cd "$top/tests/e2e" && ls t_*.sh | sed 's/\.sh$//')}; do
         [ "$t" = t_cross ] && continue
         lane_step "master/e2e/${t#t_}" 600 master_e2e "$t"
+    done
+    # the ASan+UBSan build of the master series and its e2e tests
+    lane_step master/asan/build 1500 nice -n 19 env BASE=master "$top/scripts/build.sh" asan
+    for t in $ASAN_E2E; do
+        lane_step "master/asan/e2e/${t#t_}" 600 asan_e2e master "$t"
     done
     lane_end
 fi
@@ -455,6 +492,14 @@ for t in "$top"/tests/e2e/t_*.sh; do
     [ -e "$t" ] || continue
     n=$(basename "$t" .sh)
     step "e2e/${n#t_}" 600 "$t"
+done
+
+# the ASan+UBSan build of the 2.6 series: the e2e tests above that touch
+# reconnects, memory, failover and hostile replies, and the soak below
+# (soak.py takes build/bin/openvpn-asan; in CI it refuses to run without)
+step asan/build 1500 "$top/scripts/build.sh" asan
+for t in $ASAN_E2E; do
+    step "asan/e2e/${t#t_}" 600 asan_e2e 2.6 "$t"
 done
 
 # the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's

@@ -12,8 +12,10 @@
 #      socket is reused); data flows both ways;
 #   2. fallback: the relay rebinds the client after its first datagram, so
 #      the cookie no longer matches; the client logs the fallback after
-#      min(hand-window, 5) s (whole-second timers: 4..6 s), sends a hard
-#      reset from the same socket and connects (4.5..9 s);
+#      two RTTs of the probe + 250 ms (at least 500 ms, at most 5 s; the
+#      master series in whole seconds of its TLS timers), as the shortcut
+#      line announced, sends a hard reset from the same socket and
+#      connects within 3 s of the fallback;
 #   3. expired cookie: server --hand-window 2 advertises connect_lifetime
 #      1 s, too short for the client (it wants >= 1 s left): normal
 #      handshake, no restart;
@@ -179,6 +181,35 @@ for wrap in none tls-auth tls-crypt tls-crypt-v2; do
     stop "$c" "$r" "$s"
 done
 
+# fb_expected CLIENT: the shortcut line announces the fallback the client
+# must choose from the RTT it measured: 2 RTT + 250 ms, at least 500 ms,
+# at most 5 s (2.6 series: in ms); the master series in whole seconds of
+# its TLS timers, rounded up (at least 1 s), firing 0..1 s around it.
+# Sets FB_RTT, FB_ANNOUNCED, FB_EXPECT and the window FB_MIN..FB_MAX (ms)
+fb_expected()
+{
+    local rtt guess
+    rtt=$(sed -n 's/.* rtt=\([0-9]*\)\.[0-9]*ms .*place=1$/\1/p' "$TB_DIR/$1.log" | head -n1)
+    FB_RTT=${rtt:-?}
+    FB_ANNOUNCED=$(grep -oE "fallback after [0-9]+ m?s" "$TB_DIR/$1.log" | head -n1 | sed 's/fallback after //')
+    [ -n "$rtt" ] && [ -n "$FB_ANNOUNCED" ] || return 1
+    guess=$((2 * rtt + 250))
+    if [ "$(tb_series)" = master ]; then
+        guess=$(( (guess + 999) / 1000 )); [ $guess -lt 1 ] && guess=1; [ $guess -gt 5 ] && guess=5
+        FB_EXPECT="$guess s"
+        FB_MIN=$(( (guess - 1) * 1000 - 100 )) FB_MAX=$(( (guess + 1) * 1000 + 700 ))
+    else
+        [ $guess -lt 500 ] && guess=500; [ $guess -gt 5000 ] && guess=5000
+        FB_EXPECT="$guess ms"
+        # a ms of rounding either way in the RTT the log shows
+        FB_MIN=$((guess - 100)) FB_MAX=$((guess + 700))
+        local a=${FB_ANNOUNCED% ms}
+        [ "$a" -ge $((guess - 3)) ] && [ "$a" -le $((guess + 3)) ] && return 0
+        return 1
+    fi
+    [ "$FB_ANNOUNCED" = "$FB_EXPECT" ]
+}
+
 # ---------------------------------------------------------------- 2.
 s=s2 r=r2 c=c2
 tb_server "$s" "$(tb_port 201)" -- --ping 1
@@ -208,12 +239,12 @@ else
         why="opcode 7 (event $i7) did not follow the shortened third packet (opcode 4, event $i4)"
     elif [ "$(first_ops "$r" 3)" != "up:12 down:12 up:4" ]; then
         why="wire starts '$(first_ops "$r" 3)', expected 'up:12 down:12 up:4'"
-    elif [ -z "$FB_DELAY" ] || [ "$FB_DELAY" -lt 3900 ] || [ "$FB_DELAY" -gt 7500 ]; then
-        # openvpn's timers tick in whole seconds: "5 s" fires after 4..6 s,
-        # plus scheduling (measured 4.7..6.2 s, the latter under CPU load)
-        why="the fallback came ${FB_DELAY:-?} ms after the shortcut started (expected 5 s, 3900..7500 ms)"
-    elif [ "$MS" -lt 4500 ] || [ "$MS" -gt 9000 ]; then
-        why="connect time $MS ms is outside 4500..9000 ms"
+    elif ! fb_expected "$c"; then
+        why="the shortcut line announces ${FB_ANNOUNCED:-no} fallback, expected 2 RTT + 250 ms of the probe (RTT $FB_RTT ms): $FB_EXPECT"
+    elif [ -z "$FB_DELAY" ] || [ "$FB_DELAY" -lt "$FB_MIN" ] || [ "$FB_DELAY" -gt "$FB_MAX" ]; then
+        why="the fallback came ${FB_DELAY:-?} ms after the shortcut started (announced $FB_ANNOUNCED: $FB_MIN..$FB_MAX ms)"
+    elif [ "$MS" -gt $((FB_MAX + 3000)) ]; then
+        why="connect time $MS ms is over the fallback's $FB_MAX ms + 3000"
     elif [ "$(tb_connected_server "$c")" != "127.0.0.1:$(tb_port 202)" ]; then
         why="connected to $(tb_connected_server "$c"), not the same server"
     elif ! grep -q "P_CONTROL_V1) with invalid or missing SID" "$TB_DIR/$s.log"; then
@@ -226,7 +257,7 @@ else
         why="client log has: $(bad_lines "$c" | cut -c1-200 | tr '\n' '|')"
     fi
 fi
-report "fallback: relay rebinds after the probe, client falls back ${FB_DELAY:-?} ms after starting the shortcut, sends opcode 7 and connects in ${FALLBACK_MS:-?} ms (4500..9000)" \
+report "fallback: relay rebinds after the probe (RTT ${FB_RTT:-?} ms), client falls back ${FB_DELAY:-?} ms after starting the shortcut (announced ${FB_ANNOUNCED:-?}), sends opcode 7 and connects in ${FALLBACK_MS:-?} ms" \
     "$why" "$c" "$s" "$r"
 stop "$c" "$r" "$s"
 

@@ -83,6 +83,10 @@ def default_bin():
     if os.access(asan, os.X_OK) and (not os.path.exists(plain) or
                                      os.path.getmtime(asan) >= os.path.getmtime(plain)):
         return asan
+    if in_ci():
+        # "no sanitizer report" must mean something in CI
+        sys.exit("soak: CI=true and no current build/bin/openvpn-asan (scripts/build.sh asan, "
+                 "newer than build/bin/openvpn): a soak without sanitizers is refused in CI")
     return plain
 
 
