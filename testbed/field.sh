@@ -118,7 +118,7 @@ fd_server()
 
 fd_client()
 {
-    local name=$1 bin=$TB_BIN; shift
+    local name=$1 bin=$TB_BIN nobind=--nobind a; shift
     while [ $# -gt 0 ]; do
         case $1 in
             --bin) bin=$2; shift 2 ;;
@@ -126,11 +126,13 @@ fd_client()
             *) tb_die "fd_client: unknown argument '$1'" ;;
         esac
     done
+    for a in "$@"; do [ "$a" = --bind ] && nobind=""; done
     rm -f "$TB_DIR/$name.log" "$TB_DIR/$name.ms"
     echo "none $bin $*" >"$TB_DIR/$name.info"
     date +%s%N >"$TB_DIR/$name.t0"
+    # shellcheck disable=SC2086  # $nobind: one word or none
     tb__spawn "$name" ip netns exec "$FD_NS_C" "$bin" --client --dev tbfc0 --dev-type tun \
-        --disable-dco --nobind --remote-cert-tls server \
+        --disable-dco $nobind --remote-cert-tls server \
         --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/client.crt" --key "$TB_PKI/client.key" \
         --verb "$TB_VERB" --log "$TB_DIR/$name.log" "$@"
 }

@@ -15,7 +15,10 @@
 #       one within the same bound);
 #   (d) after each client: its routing tables are as before it started
 #       (nothing left behind), and its probe memory remembers no live
-#       server as OFFLINE.
+#       server as OFFLINE;
+#   (e) (a) with the options of real setups, one at a time: --preresolve,
+#       --persist-remote-ip, --remote-random, --resolv-retry infinite,
+#       --bind, --auth-user-pass.
 # Prints the figures (the bench rows). Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,7 +69,12 @@ restart_killed()
     idx=${s#?}
     proto=udp4
     [ "${s:0:1}" = t ] && proto=udp6
-    fd_server "$s" "$idx" "$proto" -- --server-probe-reply 0 50 100
+    if [ "$proto" = udp4 ]; then
+        fd_server "$s" "$idx" "$proto" -- --server-probe-reply 0 50 100 \
+            --auth-user-pass-optional --auth-user-pass-verify /bin/true via-env --script-security 3
+    else
+        fd_server "$s" "$idx" "$proto" -- --server-probe-reply 0 50 100
+    fi
 }
 
 # one case: CLIENT-NAME PROTO LABEL BIN ARGS...
@@ -130,7 +138,8 @@ run_case()
 }
 
 for i in 0 1 2; do
-    fd_server s$i "$i" udp4 -- --server-probe-reply 0 50 100
+    fd_server s$i "$i" udp4 -- --server-probe-reply 0 50 100 \
+        --auth-user-pass-optional --auth-user-pass-verify /bin/true via-env --script-security 3
 done
 
 tb_log "(a) IPv4, --persist-tun, the connected server killed"
@@ -146,6 +155,24 @@ run_case c_base udp4 "$TB_BASELINE"
 run_case c_probe udp4 "$TB_BIN"
 check "(c) patched, no --persist-tun: back ${PR[c_probe]:-never} ms after its ping-restart, ${MS[c_probe]:-never} ms after the kill" \
     patched_back c_probe
+
+tb_log "(e) IPv4, --persist-tun, with the options of real setups (patched only)"
+printf 'user\npass\n' >"$TB_DIR/up.txt"
+chmod 600 "$TB_DIR/up.txt"
+declare -A VARIANT=(
+    [e_preresolve]="--preresolve"
+    [e_persistip]="--persist-remote-ip"
+    [e_random]="--remote-random"
+    [e_resolvinf]="--resolv-retry infinite"
+    [e_bind]="--bind"
+    [e_userpass]="--auth-user-pass $TB_DIR/up.txt --auth-retry nointeract"
+)
+for v in e_preresolve e_persistip e_random e_resolvinf e_bind e_userpass; do
+    # shellcheck disable=SC2086  # the variant's words
+    run_case "$v" udp4 "$TB_BIN" --persist-tun ${VARIANT[$v]}
+    check "(e) ${VARIANT[$v]}: back ${PR[$v]:-never} ms after its ping-restart, ${MS[$v]:-never} ms after the kill" \
+        patched_back "$v"
+done
 
 tb_log "(b) IPv6, --persist-tun"
 for i in 0 1 2; do
