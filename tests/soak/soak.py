@@ -401,9 +401,8 @@ def plan(sc):
             if a["b"] == "hostile" and sc["wrap"] == "none" and rem["proto"] == "udp":
                 exc_cost["E1-hostile-shortcut"] = exc_cost.get("E1-hostile-shortcut", 0) + \
                     addr_cost(sc, rem, a, True)
-            if c["preresolve"] and len(rem["addrs"]) > 1:
-                exc_cost["E5-preresolve-not-pinned"] = \
-                    exc_cost.get("E5-preresolve-not-pinned", 0) + addr_cost(sc, rem, a, True)
+            # (E5, --preresolve not pinned to the address that answered,
+            # is gone since issue 24: the connection starts at it)
             if a["b"] == "tlsfail" and rem["proto"] == "udp":
                 exc_cost["E2-probe-answering-tls-failure"] = \
                     exc_cost.get("E2-probe-answering-tls-failure", 0) + addr_cost(sc, rem, a, True)
@@ -1470,7 +1469,7 @@ def write_results(path, results, class_count, class_fail, bins, t_spent, seeds_d
         for e in r.get("exceptions", []):
             exc[e] = exc.get(e, 0) + 1
     if exc:
-        lines += ["", "Named exceptions applied (E1-E3, E5, E7: differential oracle; E4: SIGTERM): " +
+        lines += ["", "Named exceptions applied (E1-E3, E7: differential oracle; E4: SIGTERM): " +
                   ", ".join("%s (%d)" % kv for kv in sorted(exc.items()))]
     lines += ["", "| class | scenarios | failed |", "|---|---|---|"]
     for k in sorted(class_count):
