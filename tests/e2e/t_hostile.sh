@@ -66,8 +66,8 @@ else
     not_ok "(a) the client did not connect to the real server within 40 s"
     tb_tail ca
 fi
-check "(a) the hostile responder ranked first (prio 0)" \
-    grep -qF "server-probe: [AF_INET]127.0.0.1:$H rtt=" "$TB_DIR/ca.log"
+check "(a) the hostile responder ranked first (prio 0, place 1)" \
+    grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$H rtt=[0-9.]+ms prio=0 weight=[0-9]+ place=1$" "$TB_DIR/ca.log"
 check "(a) the client took the shortcut toward it" \
     has ca "starting the handshake at its third packet"
 check "(a) its third packet was P_CONTROL_V1 (op 4), never P_CONTROL_WKC_V1 (op 11)" \

@@ -72,8 +72,9 @@ if tb_wait_connected ca 20 >/dev/null; then
         [ "$(count_log ca "Initialization Sequence Completed")" -ge 2 ] && break
         sleep 0.05
     done
+    # (not "restart": at --verb 4 the option dump says up_restart)
     check "(a) the client got the server's restart notification" \
-        grep -qE "RESTART|restart" "$TB_DIR/ca.log"
+        grep -qE "server-pushed-connection-reset|control message: 'RESTART" "$TB_DIR/ca.log"
     check "(a) a 'reconnect' phase ran" test "$(count_log ca "(reconnect)")" -ge 1
     check "(a) and the client connected again" \
         test "$(count_log ca "Initialization Sequence Completed")" -ge 2
@@ -156,14 +157,21 @@ ft=""
 for f in /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 /usr/lib/*/faketime/libfaketime.so.1; do
     [ -f "$f" ] && { ft=$f; break; }
 done
+# without libfaketime only (d) is skipped (in CI it fails), not the test
+jumps="-1h +1h"
 if [ -z "$ft" ]; then
-    tb_skip_or_ci_fail "libfaketime is not installed (apt-get install libfaketime)"
+    if tb_in_ci; then
+        not_ok "(d) libfaketime is not installed (apt-get install libfaketime): CI must run (d)"
+    else
+        ok "(d) clock jumps # SKIP libfaketime is not installed (apt-get install libfaketime)"
+    fi
+    jumps=""
 fi
 # an ASan build (make check-asan)
 asan_lib=$(ldd "$TB_BIN" 2>/dev/null | awk '/libasan/ { print $3 }')
 tb_server sd "$D" -- --server-probe-reply 0 50 100
 tb_relay rd "127.0.0.1:$DR" "127.0.0.1:$D" --blackhole
-for jump in -1h +1h; do
+for jump in $jumps; do
     if [ -n "$asan_lib" ]; then
         # libfaketime's clock interposition and ASan's runtime deadlock at
         # start; the run without ASan (make check) covers this
