@@ -27,7 +27,8 @@
 #   (e) servers without probe support: two unpatched servers; the first
 #       run waits the deadline, connects and logs that the server "took a
 #       connection without answering probes"; the second run from the
-#       file: "0 of 2 addresses answered in N ms" with N <= 100 (about
+#       file: "0 of 2 addresses answered in N ms" with N the memory's grace
+#       time of 100 ms (95..250; before the grace time, about
 #       5 ms on an idle machine; the bench compares it with unpatched);
 #   (f) bad files never stop the client: a foreign file (a key) gives
 #       "is not a probe memory file" and stays byte for byte; a corrupt
@@ -187,8 +188,8 @@ tb_client ce2 -- "${uremotes[@]}" --server-probe --server-probe-persist "$FU"
 mse=$(tb_wait_connected ce2 20) || mse=""
 se=$(summary ce2) pe2=$(phase_ms "$se")
 tb_log "second run: $se; connected in ${mse:-?} ms"
-check "(e) second run: '0 of 2 addresses answered in ${pe2:-?} ms', <= 100 ms (the bench measures it against unpatched)" \
-    bash -c "grep -qE '0 of 2 addresses answered in [0-9]+ ms' '$TB_DIR/ce2.log' && [ -n '$pe2' ] && [ '$pe2' -le 100 ]"
+check "(e) second run: '0 of 2 addresses answered in ${pe2:-?} ms', the grace time (100 ms) and <= 250 ms (the bench measures it against unpatched)" \
+    bash -c "grep -qE '0 of 2 addresses answered in [0-9]+ ms' '$TB_DIR/ce2.log' && [ -n '$pe2' ] && [ '$pe2' -ge 95 ] && [ '$pe2' -le 250 ]"
 check "(e) U1 not waited for (no-probe-answers)" \
     grep -qF "server-probe: [AF_INET]127.0.0.1:$U1 not waited for (no-probe-answers) place=1" "$TB_DIR/ce2.log"
 check "(e) connected to U1 ($(tb_connected_server ce2))" test "$(tb_connected_server ce2)" = "127.0.0.1:$U1"

@@ -2,7 +2,7 @@
 # shellcheck disable=SC2317  # helpers run through check()
 # Probe memory that never lies, never hangs, and keeps saving (issue 28),
 # end to end, in a network namespace of its own. Servers A (priority 10,
-# 20 ms away) and B (priority 65535: drained, 4 ms away), behind relays;
+# 10 ms away) and B (priority 65535: drained, 4 ms away), behind relays;
 # the remotes are [B, A], so the configured order prefers the drained one.
 #   (a) a healthy server is not labelled "no-probe-answers": both down
 #       (run 1: both OFFLINE in the file); A back (run 2, remotes [A]):
@@ -65,7 +65,7 @@ tb_stop a1
 check "(a) run 1: A and B remembered as no-reply (OFFLINE)" \
     test "$(grep -cE "^127\.0\.0\.1 ($A|$B) udp 127\.0\.0\.1 no-reply .* 60 [0-9]+ 0$" "$F")" = 2
 tb_stop ra0
-tb_relay ra "127.0.0.1:$A" "127.0.0.1:$SA" --delay 10
+tb_relay ra "127.0.0.1:$A" "127.0.0.1:$SA" --delay 5
 tb_client a2 -- --remote 127.0.0.1 "$A" udp4 --server-probe --server-probe-persist "$F"
 tb_wait_connected a2 20 >/dev/null
 s2=$(summary a2)

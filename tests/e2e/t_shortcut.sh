@@ -12,7 +12,7 @@
 #      socket is reused); data flows both ways;
 #   2. fallback: the relay rebinds the client after its first datagram, so
 #      the cookie no longer matches; the client logs the fallback after
-#      two RTTs of the probe + 250 ms (at least 500 ms, at most 5 s; the
+#      four RTTs of the probe + 500 ms (at least 2 s, at most 5 s; the
 #      master series in whole seconds of its TLS timers), as the shortcut
 #      line announced, sends a hard reset from the same socket and
 #      connects within 3 s of the fallback;
@@ -182,9 +182,9 @@ for wrap in none tls-auth tls-crypt tls-crypt-v2; do
 done
 
 # fb_expected CLIENT: the shortcut line announces the fallback the client
-# must choose from the RTT it measured: 2 RTT + 250 ms, at least 500 ms,
-# at most 5 s (2.6 series: in ms); the master series in whole seconds of
-# its TLS timers, rounded up (at least 1 s), firing 0..1 s around it.
+# must choose from the RTT it measured: 4 RTT + 500 ms, at least 2 s, at
+# most 5 s (2.6 series: in ms); the master series in whole seconds of its
+# TLS timers, rounded up (at least 2), firing up to 1 s before it.
 # Sets FB_RTT, FB_ANNOUNCED, FB_EXPECT and the window FB_MIN..FB_MAX (ms)
 fb_expected()
 {
@@ -193,18 +193,18 @@ fb_expected()
     FB_RTT=${rtt:-?}
     FB_ANNOUNCED=$(grep -oE "fallback after [0-9]+ m?s" "$TB_DIR/$1.log" | head -n1 | sed 's/fallback after //')
     [ -n "$rtt" ] && [ -n "$FB_ANNOUNCED" ] || return 1
-    guess=$((2 * rtt + 250))
+    guess=$((4 * rtt + 500))
     if [ "$(tb_series)" = master ]; then
-        guess=$(( (guess + 999) / 1000 )); [ $guess -lt 1 ] && guess=1; [ $guess -gt 5 ] && guess=5
+        guess=$(( (guess + 999) / 1000 )); [ $guess -lt 2 ] && guess=2; [ $guess -gt 5 ] && guess=5
         FB_EXPECT="$guess s"
         FB_MIN=$(( (guess - 1) * 1000 - 100 )) FB_MAX=$(( (guess + 1) * 1000 + 700 ))
     else
-        [ $guess -lt 500 ] && guess=500; [ $guess -gt 5000 ] && guess=5000
+        [ $guess -lt 2000 ] && guess=2000; [ $guess -gt 5000 ] && guess=5000
         FB_EXPECT="$guess ms"
         # a ms of rounding either way in the RTT the log shows
         FB_MIN=$((guess - 100)) FB_MAX=$((guess + 700))
         local a=${FB_ANNOUNCED% ms}
-        [ "$a" -ge $((guess - 3)) ] && [ "$a" -le $((guess + 3)) ] && return 0
+        [ "$a" -ge $((guess - 5)) ] && [ "$a" -le $((guess + 5)) ] && return 0
         return 1
     fi
     [ "$FB_ANNOUNCED" = "$FB_EXPECT" ]
