@@ -589,6 +589,27 @@ tb_connect_ms() { cat "$TB_DIR/$1.ms" 2>/dev/null; }
 # tb_connected_server NAME: the address the client completed its TLS
 # handshake with, as 127.0.0.1:PORT or [::1]:PORT (the last one, if the
 # client reconnected)
+# tb_phase_summary NAME [K]: the Kth (default first) "N of M addresses
+# answered in T ms; first remote now R" of NAME's log, without its prefix
+tb_phase_summary()
+{
+    grep -F "addresses answered in" "$TB_DIR/$1.log" 2>/dev/null | sed -n "${2:-1}p" |
+        sed 's/.*server-probe: //'
+}
+
+# tb_wait_lines NAME N STRING: wait (at most 20 s) until NAME's log holds
+# STRING on N lines
+tb_wait_lines()
+{
+    local name=$1 n=$2 str=$3 i c
+    for ((i = 0; i < 2000; i++)); do
+        c=$(grep -cF -- "$str" "$TB_DIR/$name.log" 2>/dev/null || true)
+        [ "${c:-0}" -ge "$n" ] && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
 tb_connected_server()
 {
     local line

@@ -45,7 +45,7 @@ TB_PORT_BASE=${TB_PORT_BASE_MEMORY:-37000}
 
 tb_setup memory server-probe server-probe-persist -- "$@"
 
-summary() { grep -F "addresses answered in" "$TB_DIR/$1.log" 2>/dev/null | sed -n "${2:-1}p" | sed 's/.*server-probe: //'; }
+summary() { tb_phase_summary "$@"; }
 phase_ms() { sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p' <<<"$1"; }
 first_remote() { sed -n 's/.*first remote now \(.*\)$/\1/p' <<<"$1"; }
 # the Nth phase's log lines (from its "probing" line to its summary)
@@ -57,17 +57,7 @@ export -f phase_lines
 export TB_DIR
 le() { [ -n "$1" ] && [ "$1" -le "$2" ]; }
 ge() { [ -n "$1" ] && [ "$1" -ge "$2" ]; }
-# wait_lines NAME N STRING: wait (at most 20 s) until the client's log
-# holds STRING on N lines
-wait_lines()
-{
-    local name=$1 n=$2 str=$3 i
-    for ((i = 0; i < 2000; i++)); do
-        [ "$(grep -cF -- "$str" "$TB_DIR/$name.log" 2>/dev/null)" -ge "$n" ] && return 0
-        sleep 0.01
-    done
-    return 1
-}
+wait_lines() { tb_wait_lines "$@"; }
 wait_phases() { wait_lines "$1" "$2" "addresses answered in"; }
 wait_connects() { wait_lines "$1" "$2" "Initialization Sequence Completed"; }
 

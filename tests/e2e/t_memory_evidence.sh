@@ -33,19 +33,10 @@ TB_PORT_BASE=${TB_PORT_BASE_MEMORY_EVIDENCE:-38000}
 
 tb_setup memory_evidence server-probe server-probe-persist -- "$@"
 
-summary() { grep -F "addresses answered in" "$TB_DIR/$1.log" 2>/dev/null | sed -n "${2:-1}p" | sed 's/.*server-probe: //'; }
+summary() { tb_phase_summary "$@"; }
 first_remote() { sed -n 's/.*first remote now \(.*\)$/\1/p' <<<"$1"; }
 has() { grep -qF -- "$2" "$TB_DIR/$1.log" 2>/dev/null; }
-# wait_lines NAME N STRING: wait (at most 20 s) for N lines holding STRING
-wait_lines()
-{
-    local name=$1 n=$2 str=$3 i
-    for ((i = 0; i < 2000; i++)); do
-        [ "$(grep -cF -- "$str" "$TB_DIR/$name.log" 2>/dev/null || true)" -ge "$n" ] 2>/dev/null && return 0
-        sleep 0.01
-    done
-    return 1
-}
+wait_lines() { tb_wait_lines "$@"; }
 
 SA=$(tb_port 1) SB=$(tb_port 2)
 A=$(tb_port 101) B=$(tb_port 102)
