@@ -31,6 +31,7 @@ help:
 	@echo "make style         uncrustify check of the series' code"
 	@echo "make check-commits build and unit-test every commit of the series on its own (slow)"
 	@echo "make bench         connect-time and server-cost benchmark"
+	@echo "make bench-fleet   herds of real clients vs several servers (table, plot)"
 	@echo "make soak          seeded soak, patched vs unpatched client (SOAK_MINUTES, default 10)"
 	@echo "make deb           Debian packages with the series in debian/patches (and stock, for lintian)"
 	@echo "make check-deb     e2e tests against the packaged openvpn (SKIP, a non-zero exit, without make deb)"
@@ -95,6 +96,12 @@ demo: deps build baseline relay
 
 bench: deps build baseline relay nomem
 	@testbed/bench.sh
+
+# herds of real clients against three servers (issue 25): the series vs
+# unpatched 2.6.14 in the same run; table and plot in build/bench-fleet/
+.PHONY: bench-fleet
+bench-fleet: deps build baseline
+	@testbed/bench-fleet.sh
 
 # the series without its probe memory commits, for the bench (issue 19)
 .PHONY: nomem

@@ -191,7 +191,7 @@ if tb_wait_connected cb 30 >/dev/null && tb_wait_ops rb 10 up 9 2 down 9 2; then
     # invalid arguments: an error, nothing changes
     line=$(mgmt "$M_B" server-probe-reply 1 65536)
     check "'server-probe-reply 1 65536' is refused: '$line'" \
-        test "$line" = "ERROR: server-probe-reply: weight '65536' must be an integer from 0 to 65535"
+        test "$line" = "ERROR: server-probe-reply: weight '65536' must be 'load' or an integer from 0 to 65535"
     line=$(mgmt "$M_B" server-probe-reply off now)
     check "'server-probe-reply off now' is refused: '$line'" \
         test "$line" = "ERROR: server-probe-reply: 'off' takes no further arguments"

@@ -137,7 +137,7 @@ srv_args=(--mode server --tls-server --proto udp4 --port "$(tb_port 5)" --dev tu
     --topology subnet --ifconfig 10.233.8.1 255.255.255.0 --disable-dco
     --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/server.crt" --key "$TB_PKI/server.key" --dh none)
 for spec in "abc|Options error: --server-probe-reply: max-latency-diff 'abc' must be 'off' or an integer from 0 to 65535" \
-            "0 65536|Options error: --server-probe-reply: weight '65536' must be an integer from 0 to 65535" \
+            "0 65536|Options error: --server-probe-reply: weight '65536' must be 'load' or an integer from 0 to 65535" \
             "0 50 -1|Options error: --server-probe-reply: priority '-1' must be an integer from 0 to 65535" \
             "-5|Options error: --server-probe-reply: max-latency-diff '-5' must be 'off' or an integer from 0 to 65535" \
             "1.5|Options error: --server-probe-reply: max-latency-diff '1.5' must be 'off' or an integer from 0 to 65535" \
