@@ -32,6 +32,7 @@ help:
 	@echo "make check-commits build and unit-test every commit of the series on its own (slow)"
 	@echo "make bench         connect-time and server-cost benchmark"
 	@echo "make bench-fleet   herds of real clients vs several servers (table, plot)"
+	@echo "make fleetsim      fleet simulator, 100000 clients x 50 servers (oob_rank.c)"
 	@echo "make soak          seeded soak, patched vs unpatched client (SOAK_MINUTES, default 10)"
 	@echo "make deb           Debian packages with the series in debian/patches (and stock, for lintian)"
 	@echo "make check-deb     e2e tests against the packaged openvpn (SKIP, a non-zero exit, without make deb)"
@@ -102,6 +103,12 @@ bench: deps build baseline relay nomem
 .PHONY: bench-fleet
 bench-fleet: deps build baseline
 	@testbed/bench-fleet.sh
+
+# the fleet simulator (testbed/fleetsim/): the master series' oob_rank.c
+# and oob_server.c in a model of 100 000 clients x 50 servers
+.PHONY: fleetsim
+fleetsim: master-builds
+	@testbed/fleetsim/run.sh
 
 # the series without its probe memory commits, for the bench (issue 19)
 .PHONY: nomem

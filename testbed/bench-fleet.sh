@@ -14,7 +14,8 @@
 #      a live server's reply (what the probe memory would keep as OFFLINE);
 #  (3) one of three servers restarted empty, the others at 80 of
 #      --max-clients 100; the next 60 clients: static weights vs
-#      --server-probe-reply 200 load;
+#      --server-probe-reply 1000 load (co-located servers: under load the
+#      round trip times here differ by up to 250 ms of server queueing);
 #  (4) a flood of valid probes (servers without tls-crypt, so that a
 #      script can forge them) from one source at server 1 while 30 clients
 #      connect: server 1's CPU, its replies, and the herd.
@@ -38,6 +39,7 @@ fleet() { python3 "$here/fleet.py" --workdir "$out/work" --json "$out/results.js
 pre=""
 [ -n "${FLEET_PRE:-}" ] && [ -x "$FLEET_PRE" ] && pre=probe-pre,
 
+python3 -c "import matplotlib" 2>/dev/null || apt-get install -y -q python3-matplotlib >/dev/null 2>&1 || true
 t0=$(date +%s)
 for r in $rows; do
     case $r in
@@ -47,7 +49,7 @@ for r in $rows; do
            ;;
         2) fleet --clients 300 --budget "100 10" --variants stock-random,stock-order,probe --timeout 120 ;;
         3) fleet --scenario restart --max-clients 100 --preload 80 --clients 60 --budget "100 10" \
-               --variants probe,probe-load --load-margin 200 --weights-after --timeout 90 ;;
+               --variants probe,probe-load --load-margin 1000 --weights-after --timeout 90 ;;
         4) fleet --clients 30 --budget "100 10" --wrap none --flood 12 --variants stock-random,probe --timeout 30 ;;
     esac
 done

@@ -194,7 +194,9 @@ cpu_cost()
     local name=$1 bin=$2 kind=$3 port line r
     port=$(tb_port $((30 + ${#CPU_SRV[@]})))
     CPU_SRV+=("$name")
-    tb_server "$name" "$port" --bin "$bin" -- --connect-freq-initial 1000000 1 --verb 1
+    local pb=()
+    tb_has_opt "$bin" server-probe-budget && pb=(--server-probe-budget 1000000 1)
+    tb_server "$name" "$port" --bin "$bin" -- --connect-freq-initial 1000000 1 "${pb[@]}" --verb 1
     local ticks=0 sched=0 valid=0 sent=0 hz=100 has_sched=1
     for ((r = 1; r <= CPU_RUNS; r++)); do
         line=$(python3 "$PKTGEN" --target "127.0.0.1:$port" --kind "$kind" \
@@ -236,7 +238,9 @@ C_RESET_PATCHED=$COST_OUT
 
 # does the patched server answer probes at all?
 PROBE_PORT=$(tb_port 40)
-tb_server cs_probe "$PROBE_PORT" -- --connect-freq-initial 1000000 1 --verb 1
+PB=()
+tb_has_opt "$TB_BIN" server-probe-budget && PB=(--server-probe-budget 1000000 1)
+tb_server cs_probe "$PROBE_PORT" -- --connect-freq-initial 1000000 1 "${PB[@]}" --verb 1
 PROBE_ANSWERS=0
 line=$(python3 "$PKTGEN" --target "127.0.0.1:$PROBE_PORT" --kind probe --count 5 --timeout 1 2>&1)
 echo "probe check: $line" >>"$TB_DIR/pktgen.log"
@@ -248,7 +252,7 @@ if [ $PROBE_ANSWERS = 1 ]; then
     cpu_cost cs_probe2 "$TB_BIN" probe
     C_PROBE=$COST_OUT
     # RSS before/after RSS_N probes, on a fresh server
-    tb_server cs_rss "$(tb_port 41)" -- --connect-freq-initial 1000000 1 --verb 1
+    tb_server cs_rss "$(tb_port 41)" -- --connect-freq-initial 1000000 1 "${PB[@]}" --verb 1
     say "(c) server VmRSS around $RSS_N probes"
     line=$(python3 "$PKTGEN" --target "127.0.0.1:$(tb_port 41)" --kind probe \
            --count "$RSS_N" --window 64 --pid "$(tb_pid cs_rss)" 2>&1)

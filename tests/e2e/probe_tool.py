@@ -248,7 +248,7 @@ def cmd_burst(a):
     while sent < a.count:
         sid = os.urandom(8)
         try:
-            s.send(build(sid, "valid", ts, a.pad))
+            s.send(build(sid, a.variant, ts + a.ts_offset, a.pad))
         except BlockingIOError:
             drain(s, sids, counts, 0.001)
             continue
@@ -387,6 +387,8 @@ def main(argv=None):
     p = sub.add_parser("burst")
     p.add_argument("--target", required=True)
     p.add_argument("--count", type=int, default=1000)
+    p.add_argument("--variant", default="valid")
+    p.add_argument("--ts-offset", type=int, default=0)
     p.add_argument("--pad", type=int, default=8)
     p.add_argument("--wait", type=float, default=1.0)
     p = sub.add_parser("flood")

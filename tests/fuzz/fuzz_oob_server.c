@@ -8,7 +8,7 @@
  * (--server-probe-reply off, --max-clients), tls_pre_decrypt_lite() with
  * the server's tls_auth_standalone, and for an out-of-band verdict
  * send_probe_reply(): oob_server_check_probe_drop(), the
- * --connect-freq-initial limiter (reflect_filter.c),
+ * --server-probe-budget (oob_budget_take()),
  * tls_oob_probe_reply(), the bound of three times the probe's size,
  * send_standalone_reply() and the probe counters; for a client's hard
  * reset the HMAC-cookie reset reply (send_hmac_reset_packet()).  Every
@@ -29,7 +29,8 @@
  *                        mode's own (OOB_V1 <-> OOB_WKC_V1)
  *              bit 5     --server-probe-reply off
  *              bit 6     the server is full (--max-clients reached)
- *              bit 7     the --connect-freq-initial limit is used up
+ *              bit 7     the --server-probe-budget and the
+ *                        --connect-freq-initial limit are used up
  *   bytes 1-4  the server's clock, `now` (UNIX time, big endian)
  *   byte 5     --hand-window - 1
  *   bytes 6-7  source port
@@ -302,6 +303,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         {
             ASSERT(reflect_filter_rate_limit_check(m.initial_rate_limiter));
         }
+    }
+    /* --server-probe-budget 10000 1 (the default), or spent in this
+     * period */
+    oob_budget_init(&m.probe_budget, OOB_DEFAULT_BUDGET, OOB_DEFAULT_BUDGET_PERIOD);
+    if (limited)
+    {
+        m.probe_budget.start = now;
+        m.probe_budget.used = m.probe_budget.max;
     }
 #ifdef FUZZ_BASE_MASTER
     free_buf(&sent);
