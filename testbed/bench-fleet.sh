@@ -39,7 +39,14 @@ fleet() { python3 "$here/fleet.py" --workdir "$out/work" --json "$out/results.js
 pre=""
 [ -n "${FLEET_PRE:-}" ] && [ -x "$FLEET_PRE" ] && pre=probe-pre,
 
-python3 -c "import matplotlib" 2>/dev/null || apt-get install -y -q python3-matplotlib >/dev/null 2>&1 || true
+# the plot: Debian's python3-matplotlib (a python3 of its own, e.g. from
+# pyenv, does not see it: then /usr/bin/python3 plots)
+plotpy=python3
+python3 -c "import matplotlib" 2>/dev/null || {
+    /usr/bin/python3 -c "import matplotlib" 2>/dev/null ||
+        apt-get install -y -q python3-matplotlib >/dev/null 2>&1 || true
+    plotpy=/usr/bin/python3
+}
 t0=$(date +%s)
 for r in $rows; do
     case $r in
@@ -64,7 +71,7 @@ for r in rs:
         r["variant"] = "probe, servers advertise max-latency-diff 50"
     seen[key] = True
     if r["scenario"] == "restart":
-        r["variant"] += " (static weight 50)" if r["variant"] == "probe" else " (load, margin 200)"
+        r["variant"] += " (static weight 50)" if r["variant"] == "probe" else " (load, margin 1000)"
     if "flood" in r:
         r["scenario"] = "herd + probe flood at server 1"
 json.dump(rs, open(sys.argv[1], "w"), indent=1)
@@ -94,6 +101,6 @@ for r in rs:
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF
-python3 "$here/fleet.py" --plot-only --json "$out/results.json" --png "$out/fleet.png" \
+"$plotpy" "$here/fleet.py" --plot-only --json "$out/results.json" --png "$out/fleet.png" \
     --title "herds of real clients (--dev null) against 3 servers, this machine, one run" || true
 echo "bench-fleet: $(( $(date +%s) - t0 )) s; results in ${out#"$top"/}/results.md, plot fleet.png"
