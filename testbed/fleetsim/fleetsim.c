@@ -53,7 +53,9 @@
  *   silent    like herd, one server stops answering anything.
  *
  * --margin MS: the max-latency-diff the servers advertise (default 0:
- * the clients' 10 ms); --spread S: the herd arrives within S seconds.
+ * the clients' 10 ms); --spread S: the herd arrives within S seconds;
+ * --regions N (default 5; 1: every client and server in one place, as in
+ * testbed/bench-fleet.sh).
  *
  * Output: one JSON object per variant (time to connect, clients per
  * server against the advertised share, peak replies per server per
@@ -675,6 +677,10 @@ main(int argc, char **argv)
         {
             variants = argv[i + 1];
         }
+        else if (!strcmp(argv[i], "--regions"))
+        {
+            n_regions = atoi(argv[i + 1]);
+        }
         else if (!strcmp(argv[i], "--margin"))
         {
             srv_margin = atoi(argv[i + 1]);
@@ -688,6 +694,11 @@ main(int argc, char **argv)
             fprintf(stderr, "fleetsim: unknown argument %s\n", argv[i]);
             return 2;
         }
+    }
+    if (n_regions < 1 || n_regions > 8)
+    {
+        fprintf(stderr, "fleetsim: 1..8 regions\n");
+        return 2;
     }
     if (n_srv < 1 || n_srv > MAXS || n_cli < 1)
     {
