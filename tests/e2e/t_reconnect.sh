@@ -154,10 +154,17 @@ for k in $(seq 1 12); do remotes+=(--remote "slow$k.example.org" "$D" udp4); don
 tb_client cd --bin "$TB_DIR/ovpn-hosts" -- "${remotes[@]}" --server-probe \
     --management 127.0.0.1 "$M" --connect-retry 1
 # sample the children during the phase
-max_children=0 bad_fds="" samples=0
+max_children=0 bad_fds="" samples=0 looks=0
 for ((i = 0; i < 80; i++)); do
     op=$(ovpn_pid cd)
     [ -n "$op" ] || { sleep 0.02; continue; }
+    # until the wrapper's bash has exec'ed openvpn, its children are
+    # the mount commands, not resolvers
+    case $(cat /proc/"$op"/comm 2>/dev/null) in
+        openvpn*) ;;
+        *) sleep 0.01; continue ;;
+    esac
+    looks=$((looks + 1))
     kids=$(pgrep -P "$op" 2>/dev/null | tr '\n' ' ')
     nk=$(wc -w <<<"$kids")
     [ "$nk" -gt "$max_children" ] && max_children=$nk
@@ -183,15 +190,15 @@ for ((i = 0; i < 80; i++)); do
     [ "$nk" -ge 1 ] && [ $samples -ge 20 ] && break
     sleep 0.02
 done
-tb_log "children at once: at most $max_children; $samples child samples"
+tb_log "children at once: at most $max_children; $samples child samples in $looks looks at the openvpn process"
 if [ "$(tb_series)" = master ]; then
     for ((i = 0; i < 150; i++)); do
         grep -qF "addresses answered in" "$TB_DIR/cd.log" 2>/dev/null && break
         sleep 0.05
     done
     nspent=$(grep -c "not probed: the time for names was spent" "$TB_DIR/cd.log")
-    check "(d) master: no child process during the phase ($samples child samples)" \
-        test "$samples" -eq 0
+    check "(d) master: no child process during the phase ($samples child samples in $looks looks)" \
+        test "$samples" -eq 0 -a "$looks" -ge 10
     check "(d) master: one name looked up, the other 11 left for the time for names was spent ($nspent)" \
         test "$nspent" -eq 11
     tb_stop cd
