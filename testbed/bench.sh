@@ -6,7 +6,9 @@
 #      else the patched client without it, labelled so);
 #  (b) one remote at 200 ms RTT: no probing vs --server-probe vs
 #      --server-probe with the one-RTT shortcut defeated by a relay rebind
-#      between probe and connect (udprelay --rebind-after-packets 1);
+#      between probe and connect (udprelay --rebind-after-packets 1),
+#      answered by the server's new challenge, and with that challenge
+#      dropped (--drop-unasked-resets: the client falls back);
 #      in ms and in RTTs;
 #  (c) server cost: CPU per stateless reply (HMAC-cookie reset vs probe
 #      reply; N crafted packets from testbed/pktgen.py at a server with
@@ -27,6 +29,10 @@
 #      of a re-probe after SIGUSR1 with the blackholed remote; each also
 #      for the series without the memory (BENCH_NOMEM_BIN, default
 #      build/bin/openvpn-nomem, from make nomem) when it is built.
+#  (f) the field (tests/e2e/t_field.sh): kill-switch reconnect with
+#      --persist-tun and redirect-gateway (IPv4, IPv6), without
+#      persist-tun, NAT rebind between probe and connect, upstream's sample
+#      configs; unpatched and patched in the same run (BENCH_FIELD=0 skips).
 # Rows that need a feature the binary lacks print "n/a (feature not present)".
 # Results: a markdown table in build/bench/results.md (printed too).
 #
@@ -111,6 +117,10 @@ B_SP=$(tb_port 5) B_RP=$(tb_port 15) B_RBP=$(tb_port 16)
 tb_server bs "$B_SP"
 tb_relay br "127.0.0.1:$B_RP" "127.0.0.1:$B_SP" --delay 100
 tb_relay brb "127.0.0.1:$B_RBP" "127.0.0.1:$B_SP" --delay 100 --rebind-after-packets 1
+# the same, and the server's new challenge dropped: a server that does not
+# answer the rebound third packet, so the client falls back
+B_RDP=$(tb_port 17)
+tb_relay brd "127.0.0.1:$B_RDP" "127.0.0.1:$B_SP" --delay 100 --rebind-after-packets 1 --drop-unasked-resets
 
 # ---- (a) slow runs in the background: baseline, and patched without probing
 SLOW_CLIENTS=()
@@ -175,6 +185,9 @@ if [ $have_probe = 1 ]; then
     say "(b) 200 ms RTT: patched, --server-probe, rebind between probe and connect ($RUNS runs)"
     RELAY=brb connect_runs b_rebind "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RBP" udp4 --server-probe
     B_MS[rebind]=$RUNS_OUT B_RESETS[rebind]=$RESETS_OUT
+    say "(b) 200 ms RTT: patched, --server-probe, rebind, the server's new challenge dropped ($RUNS runs)"
+    RELAY=brd connect_runs b_rebind_fb "$RUNS" $FAST_TIMEOUT --bin "$TB_BIN" -- --remote 127.0.0.1 "$B_RDP" udp4 --server-probe
+    B_MS[rebind_fb]=$RUNS_OUT B_RESETS[rebind_fb]=$RESETS_OUT
 fi
 
 # ---- (a) fast runs: patched with --server-probe
@@ -468,6 +481,18 @@ ratio()
 }
 rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo "-"; }
 
+# ---- (f) the field bed: client, NAT router and servers in namespaces
+# (tests/e2e/t_field.sh, patched and unpatched in its own run); its table
+F_TABLE="" F_RC=""
+if [ "${BENCH_FIELD:-1}" = 1 ] && [ $SMOKE = 0 ]; then
+    say "(f) field: client, NAT router, servers in namespaces (tests/e2e/t_field.sh, ~3 min)"
+    F_OUT=$(TB_BIN="$TB_BIN" TB_BASELINE="$TB_BASELINE" TB_ROOT="$TB_ROOT" \
+        "$TB_TOP/tests/e2e/t_field.sh" 2>&1)
+    F_RC=$?
+    F_TABLE=$(grep '^# |' <<<"$F_OUT" | sed 's/^# //')
+    grep -E '^(ok|not ok|# [0-9]+ checks)' <<<"$F_OUT" >"$TB_DIR/field.tap"
+fi
+
 {
     echo "# server-probe bench$([ $SMOKE = 1 ] && echo " (smoke run: one run per row, small N; not a timing)")"
     echo
@@ -507,15 +532,20 @@ rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo
         echo "| patched, --server-probe, no shortcut (client binds \`--lport\`) | $(fmt_ms "${B_MS[noshort]}") | $(rtts "$b4") | $(ratio "$b0" "$b4") | ${B_RESETS[noshort]} |"
         b3=$(med_of "${B_MS[rebind]}")
         echo "| patched, --server-probe, rebind between probe and connect | $(fmt_ms "${B_MS[rebind]}") | $(rtts "$b3") | $(ratio "$b0" "$b3") | ${B_RESETS[rebind]} |"
+        b5=$(med_of "${B_MS[rebind_fb]}")
+        echo "| the same, the server's new challenge dropped (fallback) | $(fmt_ms "${B_MS[rebind_fb]}") | $(rtts "$b5") | $(ratio "$b0" "$b5") | ${B_RESETS[rebind_fb]} |"
     else
         echo "| patched, --server-probe | $NA | - | - | - |"
         echo "| patched, --server-probe, no shortcut (client binds \`--lport\`) | $NA | - | - | - |"
         echo "| patched, --server-probe, rebind between probe and connect | $NA | - | - | - |"
+        echo "| the same, the server's new challenge dropped (fallback) | $NA | - | - | - |"
     fi
     echo
     echo "A run that sends no reset (P_CONTROL_HARD_RESET_CLIENT_V2) took the one-RTT shortcut;"
-    echo "in the rebind row the relay gives the client a new source port after its first"
-    echo "datagram (the probe), so the cookie no longer matches and the client must fall back."
+    echo "in the rebind rows the relay gives the client a new source port after its first"
+    echo "datagram (the probe), so the cookie no longer matches: the server answers the third"
+    echo "packet with a new challenge (one more RTT), or, when the relay drops that challenge"
+    echo "(a server that does not answer), the client falls back to a normal handshake."
     echo
     echo "## (c) server cost of a stateless reply (unwrapped packets, ${CPU_RUNS}x$N per row)"
     echo
@@ -585,6 +615,18 @@ rtts() { [ -n "$1" ] && awk -v m="$1" 'BEGIN { printf "%.1f", m / 200 }' || echo
     fi
     echo "| re-probe on reconnect (SIGUSR1), blackholed remote first | patched | $(fmt_ms "${E_PH[re]:-}") | - | - |"
     [ -n "$NOMEM_BIN" ] && echo "| re-probe on reconnect (SIGUSR1), blackholed remote first | without memory | $(fmt_ms "${E_PH[renm]}") | - | - |"
+    echo
+    echo "## (f) the field: client, NAT router and servers in network namespaces"
+    echo
+    if [ -n "$F_TABLE" ]; then
+        echo "$F_TABLE"
+        echo
+        echo "From \`tests/e2e/t_field.sh\` in this run (exit $F_RC; its checks: \`${TB_DIR#"$TB_TOP"/}/field.tap\`):"
+        echo "real tun devices and routes, servers pushing \`redirect-gateway def1\` and \`keepalive 1 4\`,"
+        echo "the connected server killed (SIGKILL); \"never (20 s)\": not back within the test's 20 s."
+    else
+        echo "not run ($([ $SMOKE = 1 ] && echo "smoke run" || echo "BENCH_FIELD=0"))"
+    fi
     echo
     echo "Slow (a) runs went on in parallel with the other rows (they wait for a 60 s timer)."
     echo "Logs: \`${TB_DIR#"$TB_TOP"/}/\`."

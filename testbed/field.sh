@@ -25,6 +25,12 @@
 #   fd_client NAME [--bin B] -- ARGS     a client in the client ns (tun)
 #   fd_routes                  the client ns' routing tables, one line each
 #   fd_rebind                  flush the router's conntrack table
+#   fd_probe_nat on|off        the router lets out-of-band packets (server
+#                              probes and their replies) pass untracked, so
+#                              without NAT: the handshake that follows a
+#                              probe then reaches the server from another
+#                              address and port than the probe (a NAT that
+#                              rebinds between probe and connect)
 
 FD_NS_C="tbfc$$" FD_NS_R="tbfr$$" FD_NS_S="tbfs$$"
 FD_UP=0
@@ -146,6 +152,20 @@ fd_routes()
 }
 
 fd_rebind() { fd_in "$FD_NS_R" conntrack -F >/dev/null 2>&1 || fd_in "$FD_NS_R" sh -c 'echo f > /proc/net/nf_conntrack' ; }
+
+# opcodes 12 and 13 (P_CONTROL_OOB_V1, P_CONTROL_OOB_WKC_V1) in the
+# first byte of the UDP payload: (byte & 0xf0) == 0x60
+fd_probe_nat()
+{
+    local op=-A dir u32='0>>22&0x3C@8>>24&0xF0=0x60'
+    [ "$1" = off ] && op=-D
+    for dir in --dport --sport; do
+        fd_in "$FD_NS_R" iptables -t raw "$op" PREROUTING -p udp "$dir" 1194 \
+            -m u32 --u32 "$u32" -j CT --notrack ||
+            tb_die "field: cannot change the probe rules (iptables u32, CT)"
+    done
+    fd_in "$FD_NS_R" conntrack -F >/dev/null 2>&1 || true
+}
 
 # fd_wait_lines NAME N STRING LIMIT_S: wait until NAME's log has N lines
 # holding STRING; prints the ms it took from the call

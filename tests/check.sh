@@ -509,6 +509,10 @@ done
 # on a name with 2-3 dead addresses, and the re-probe after a ping-restart;
 # 74, 84, 100 and 133 trapped the client on one failing address of a name
 step soak 900 "$top/tests/soak/soak.py" --check
+# the soak's self-test: faults planted in wrappers of the same client (it
+# ignores --server-probe, exits by itself after 3 s, starts 6 s late) must
+# each fail a check of the soak on the seeds 2,3 (about 1 minute)
+step soak/self-test 300 "$top/tests/soak/self_test.py"
 
 # the master series' fuzz targets and their self-test (while its lane
 # runs its e2e tests)

@@ -73,6 +73,7 @@ struct config {
     const char *log_path;
     const char *pidfile;
     uint64_t rebind_after;        /* 0 = off */
+    int drop_unasked_resets;      /* drop a server reset the client did not ask for */
     int quiet;
     int max_clients;
     double idle_timeout_s;
@@ -95,6 +96,7 @@ struct client {
     int64_t last_active;
     uint64_t up_fwd;              /* client->server datagrams forwarded */
     int count_rebind_done;        /* --rebind-after-packets already applied */
+    int sent_reset;               /* sent an OpenVPN client reset (opcode 7, 10) */
     unsigned long pending;        /* datagrams of this client in the queues */
     int hnext;                    /* hash chain */
 };
@@ -774,6 +776,8 @@ static void listen_readable(void)
         }
         struct client *c = &clients[ci];
         c->last_active = now;
+        if (len > 0 && ((rxbuf[0] >> 3) == 7 || (rxbuf[0] >> 3) == 10))
+            c->sent_reset = 1;
         if (enqueue(DIR_UP, ci, rxbuf, len, now + cfg.delay_ns[DIR_UP]) < 0) {
             st[DIR_UP].drop++;
             log_dgram(now, DIR_UP, c, NULL, rxbuf, len, "drop");
@@ -806,6 +810,12 @@ static void upstream_readable(int ci)
             continue;
         }
         c->last_active = now;
+        if (cfg.drop_unasked_resets && len > 0 && (rxbuf[0] >> 3) == 8 &&
+            !c->sent_reset) {
+            st[DIR_DOWN].drop++;
+            log_dgram(now, DIR_DOWN, c, NULL, rxbuf, len, "unasked");
+            continue;
+        }
         if (rng_lose(DIR_DOWN)) {
             st[DIR_DOWN].lost++;
             log_dgram(now, DIR_DOWN, c, NULL, rxbuf, len, "lost");
@@ -868,6 +878,10 @@ static void usage(FILE *f)
 "                              SIGUSR2 toggles this at run time\n"
 "      --rebind-after-packets N  rebind each client once, after its Nth\n"
 "                              forwarded client->server datagram\n"
+"      --drop-unasked-resets   drop a server's reset (OpenVPN opcode 8) to a\n"
+"                              client that sent no reset (opcode 7 or 10):\n"
+"                              a server that does not answer a third packet\n"
+"                              with a new challenge\n"
 "      --max-clients N         client table size (default 1024)\n"
 "      --idle-timeout SEC      expire idle clients (default 300)\n"
 "      --queue-limit BYTES     max queued bytes per direction (default 64MiB)\n"
@@ -884,7 +898,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_DELAY_UP = 256, OPT_DELAY_DOWN, OPT_LOSS_UP, OPT_LOSS_DOWN, OPT_LOG,
-    OPT_PIDFILE, OPT_REBIND_AFTER, OPT_MAX_CLIENTS, OPT_IDLE, OPT_QLIMIT
+    OPT_PIDFILE, OPT_REBIND_AFTER, OPT_DROP_UNASKED, OPT_MAX_CLIENTS, OPT_IDLE, OPT_QLIMIT
 };
 
 static void parse_args(int argc, char **argv)
@@ -903,6 +917,7 @@ static void parse_args(int argc, char **argv)
         { "log", required_argument, NULL, OPT_LOG },
         { "pidfile", required_argument, NULL, OPT_PIDFILE },
         { "rebind-after-packets", required_argument, NULL, OPT_REBIND_AFTER },
+        { "drop-unasked-resets", no_argument, NULL, OPT_DROP_UNASKED },
         { "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
         { "idle-timeout", required_argument, NULL, OPT_IDLE },
         { "queue-limit", required_argument, NULL, OPT_QLIMIT },
@@ -967,6 +982,9 @@ static void parse_args(int argc, char **argv)
             if (!*optarg)
                 usage_error("--pidfile: empty file name");
             cfg.pidfile = optarg;
+            break;
+        case OPT_DROP_UNASKED:
+            cfg.drop_unasked_resets = 1;
             break;
         case OPT_REBIND_AFTER:
             cfg.rebind_after = parse_u64_opt("--rebind-after-packets", optarg,

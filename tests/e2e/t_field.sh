@@ -18,7 +18,16 @@
 #       server as OFFLINE;
 #   (e) (a) with the options of real setups, one at a time: --preresolve,
 #       --persist-remote-ip, --remote-random, --resolv-retry infinite,
-#       --bind, --auth-user-pass.
+#       --bind, --auth-user-pass;
+#   (f) NAT rebind between probe and connect (the router lets probes pass
+#       without NAT): the server answers the shortened handshake's third
+#       packet with a new challenge, the client does not fall back and
+#       connects within unpatched + 2 RTT + 300 ms;
+#   (g) upstream's sample client.conf (first remote down) and server.conf
+#       (explicit-exit-notify 1), with server-probe / server-probe-reply:
+#       the patched client connects within 3 s, and after its server
+#       stops it is back within the restart pause, the tun's reopening
+#       and the phase's 1 s wait for the stopped server, + 500 ms.
 # Prints the figures (the bench rows). Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -174,6 +183,45 @@ for v in e_preresolve e_persistip e_random e_resolvinf e_bind e_userpass; do
         patched_back "$v"
 done
 
+# (f) NAT rebind between probe and connect: the router lets the probes
+# pass without NAT (fd_probe_nat), so the shortened handshake reaches the
+# server from another address than the probe, the cookie does not verify
+# and the client would have to fall back to a normal handshake with the
+# server it chose; the server answers such a packet with a new challenge.
+# Patched and unpatched client in the same run, no kill.
+# connect_only NAME BIN ARGS...: connect, set CMS[NAME] (ms), stop
+declare -A CMS
+connect_only()
+{
+    local name=$1 bin=$2; shift 2
+    local r=() i
+    for i in 0 1 2; do
+        r+=(--remote "$(cut -d' ' -f1 "$TB_DIR/s$i.info")" 1194 udp4)
+    done
+    fd_client "$name" --bin "$bin" -- "${r[@]}" "$@"
+    CMS[$name]=$(tb_wait_connected "$name" 20) || CMS[$name]=""
+    tb_stop "$name"
+}
+tb_log "(f) NAT rebind between probe and connect"
+fd_probe_nat on
+connect_only f_base "$TB_BASELINE" --persist-tun
+connect_only f_probe "$TB_BIN" --persist-tun --server-probe
+fd_probe_nat off
+FB=$(sed -n 's/.*(fallback after \([0-9]*\) \(ms\|s\)).*/\1 \2/p' "$TB_DIR/f_probe.log" | head -n1)
+case $FB in
+    *" s") FB_MS=$(( ${FB% s} * 1000 )) ;;
+    *" ms") FB_MS=${FB% ms} ;;
+    *) FB_MS="" ;;
+esac
+FRTT=$(sed -n 's/.* rtt=\([0-9]*\)\.[0-9]*ms .*place=1$/\1/p' "$TB_DIR/f_probe.log" | head -n1)
+check "(f) the shortened handshake was tried (fallback announced after ${FB_MS:-?} ms)" test -n "$FB_MS"
+check "(f) the server answered the rebound third packet with a new challenge: no fallback" \
+    test -n "$FB_MS" -a "$(grep -c "falling back to a normal handshake" "$TB_DIR/f_probe.log")" = 0
+FBOUND=$(( ${CMS[f_base]:-0} + 2 * ${FRTT:-0} + 300 ))
+check "(f) patched: connected in ${CMS[f_probe]:-never} ms, unpatched ${CMS[f_base]:-never} ms (bound: unpatched + 2 RTT of ${FRTT:-?} ms + 300 ms = $FBOUND)" \
+    test -n "${CMS[f_probe]}" -a -n "${CMS[f_base]}" -a "${CMS[f_probe]:-0}" -le "$FBOUND"
+check "(f) the client's routes are as before" test "$(fd_routes)" = "$ROUTES0"
+
 tb_log "(b) IPv6, --persist-tun"
 for i in 0 1 2; do
     fd_server t$i "$i" udp6 -- --server-probe-reply 0 50 100
@@ -183,11 +231,92 @@ run_case b_probe udp6 "$TB_BIN" --persist-tun
 check "(b) patched over IPv6, --persist-tun: back ${PR[b_probe]:-never} ms after its ping-restart, ${MS[b_probe]:-never} ms after the kill" \
     patched_back b_probe
 
+# (g) upstream's sample client.conf and server.conf, with only what a
+# deployment must change: file names, the remotes (the first one down,
+# "my-server-1"), a subnet and address per server, and server-probe /
+# server-probe-reply added. The connected server is stopped (SIGTERM: the
+# sample's explicit-exit-notify 1 tells the client to restart).
+tb_log "(g) upstream's sample client.conf and server.conf"
+for s in s0 s1 s2 t0 t1 t2; do tb_stop "$s"; done
+b=$(basename "$TB_BIN")
+SAMPLES="$TB_TOP/build/${b%-asan}/sample/sample-config-files"
+[ -f "$SAMPLES/client.conf" ] || SAMPLES="$TB_TOP/build/openvpn/sample/sample-config-files"
+G="$TB_DIR/sample"
+mkdir -p "$G"
+cp "$TB_PKI/ca.crt" "$TB_PKI/server.crt" "$TB_PKI/server.key" "$TB_PKI/client.crt" "$TB_PKI/client.key" "$G/"
+openssl genpkey -genparam -algorithm DH -pkeyopt group:ffdhe2048 -out "$G/dh2048.pem" 2>/dev/null ||
+    tb_die "(g) openssl cannot write the ffdhe2048 parameters"
+sample_server()
+{
+    local name=$1 idx=$2
+    sed -e "s|^ifconfig-pool-persist .*|ifconfig-pool-persist $name-ipp.txt|" \
+        -e "s|^status .*|status $name-status.log|" \
+        -e "s|^server 10\.8\.0\.0|server 10.8.$idx.0|" \
+        "$SAMPLES/server.conf" >"$G/$name.conf"
+    printf '\nlocal 203.0.113.%d\nserver-probe-reply\n' $((10 + idx)) >>"$G/$name.conf"
+    tb__spawn "$name" ip netns exec "$FD_NS_S" "$TB_BIN" --cd "$G" --config "$name.conf" \
+        --log "$TB_DIR/$name.log"
+    echo "203.0.113.$((10 + idx)) 1194 udp4 none $TB_BIN" >"$TB_DIR/$name.info"
+    tb__wait_log "$name" "Initialization Sequence Completed" "$TB_START_TIMEOUT" ||
+        { tb_tail "$name"; tb_die "(g) sample server $name did not start"; }
+}
+for i in 0 1; do sample_server g$i "$i"; done
+sed -e "s|^remote my-server-1 1194|remote 203.0.113.13 1194\nremote 203.0.113.10 1194\nremote 203.0.113.11 1194|" \
+    "$SAMPLES/client.conf" >"$G/client.conf"
+cp "$G/client.conf" "$G/client-probe.conf"
+printf "\nserver-probe\n" >>"$G/client-probe.conf"
+check "(g) the sample client.conf has the three remotes" test "$(grep -c '^remote ' "$G/client.conf")" = 3
+declare -A GC GB
+sample_case()
+{
+    local name=$1 bin=$2 conf=$3 t0 srv s line ns
+    rm -f "$TB_DIR/$name.log"
+    date +%s%N >"$TB_DIR/$name.t0"
+    echo "none $bin" >"$TB_DIR/$name.info"
+    tb__spawn "$name" ip netns exec "$FD_NS_C" "$bin" --cd "$G" --config "$conf" --verb 4 --log "$TB_DIR/$name.log"
+    GC[$name]=$(tb_wait_connected "$name" 20) || GC[$name]=""
+    GB[$name]=""
+    srv=$(tb_connected_server "$name") || { tb_stop "$name"; return; }
+    for s in g0 g1; do
+        [ "$srv" = "$(cut -d' ' -f1 "$TB_DIR/$s.info"):1194" ] || continue
+        t0=$(date +%s%N)
+        tb_stop "$s"
+        if fd_wait_lines "$name" 2 "Initialization Sequence Completed" 20 >/dev/null; then
+            line=$(grep -F "Initialization Sequence Completed" "$TB_DIR/$name.log" | sed -n 2p)
+            ns=$(tb__logtime_ns "$line")
+            GB[$name]=$(( (ns - t0) / 1000000 ))
+        fi
+        unset "TB_PID[$s]"
+        sample_server "$s" "${s#g}"
+    done
+    tb_log "$name: connected in ${GC[$name]:-never (20 s)} ms; after its server stopped, back in ${GB[$name]:-never (20 s)} ms"
+    tb_stop "$name"
+}
+sample_case g_base "$TB_BASELINE" client.conf
+sample_case g_probe "$TB_BIN" client-probe.conf
+check "(g) patched: connected past the dead first remote in ${GC[g_probe]:-never} ms (unpatched: ${GC[g_base]:-never (20 s)})" \
+    test -n "${GC[g_probe]}" -a "${GC[g_probe]:-99999}" -le 3000
+# the bound: upstream's restart pause, 1 s to reopen the tun when the
+# pulled options changed, the phase's 1 s wait for the stopped server's
+# probe, and 500 ms
+GPAUSE=$(sed -n 's/.*Restart pause, \([0-9]*\) second.*/\1/p' "$TB_DIR/g_probe.log" | head -n1)
+GREOPEN=0
+grep -qF "Pulled options changed on restart" "$TB_DIR/g_probe.log" && GREOPEN=1
+GBOUND=$(( (${GPAUSE:-0} + GREOPEN + 1) * 1000 + 500 ))
+check "(g) patched: back on the live server ${GB[g_probe]:-never} ms after its server stopped (bound $GBOUND ms: restart pause ${GPAUSE:-0} s, tun reopened $GREOPEN)" \
+    test -n "${GB[g_probe]}" -a "${GB[g_probe]:-99999}" -le "$GBOUND"
+check "(g) the client's routes are as before" test "$(fd_routes)" = "$ROUTES0"
+
 echo "# | case (ms from the kill; from the client's ping-restart) | unpatched | patched |"
 echo "# |---|---|---|"
 echo "# | IPv4, persist-tun, keepalive 1 4, connected server killed | ${MS[a_base]:-never (20 s)} | ${MS[a_probe]:-never (20 s)}; ${PR[a_probe]:--} |"
 echo "# | IPv6, persist-tun | ${MS[b_base]:-never (20 s)} | ${MS[b_probe]:-never (20 s)}; ${PR[b_probe]:--} |"
 echo "# | IPv4, no persist-tun | ${MS[c_base]:-never (20 s)} | ${MS[c_probe]:-never (20 s)}; ${PR[c_probe]:--} |"
+FELL=no
+grep -qF "falling back to a normal handshake" "$TB_DIR/f_probe.log" && FELL=yes
+echo "# | NAT rebind between probe and connect (ms to connected) | ${CMS[f_base]:-never (20 s)} | ${CMS[f_probe]:-never (20 s)} (fell back: $FELL) |"
+echo "# | upstream sample configs, first remote down (ms to connected) | ${GC[g_base]:-never (20 s)} | ${GC[g_probe]:-never (20 s)} |"
+echo "# | upstream sample configs, connected server stopped (ms to back) | ${GB[g_base]:-never (20 s)} | ${GB[g_probe]:-never (20 s)} |"
 echo "1..$n"
 echo "# $n checks, $fails failed"
 [ "$fails" -eq 0 ]

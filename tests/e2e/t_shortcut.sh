@@ -11,11 +11,20 @@
 #      for v2, P_CONTROL_WKC_V1 (11); one client address only (the probe
 #      socket is reused); data flows both ways;
 #   2. fallback: the relay rebinds the client after its first datagram, so
-#      the cookie no longer matches; the client logs the fallback after
+#      the cookie no longer matches, and it drops the server's new
+#      challenge (a server of the series before it answered such a third
+#      packet: --drop-unasked-resets); the client logs the fallback after
 #      four RTTs of the probe + 500 ms (at least 2 s, at most 5 s; the
 #      master series in whole seconds of its TLS timers), as the shortcut
 #      line announced, sends a hard reset from the same socket and
 #      connects within 3 s of the fallback;
+#  2b. NAT rebind answered (no wrap, tls-crypt-v2): the same rebind, the
+#      server's new challenge (opcode 8, unasked) reaches the client, which
+#      retransmits its third packet at once with the new cookie: no
+#      fallback, no client reset (7 / 10) ever goes up, the wire is probe,
+#      reply, third packet (4, or 11 with the tls-crypt-v2 key), challenge
+#      (8), third packet again, and the client is connected before the
+#      fallback it announced would have come;
 #   3. expired cookie: server --hand-window 2 advertises connect_lifetime
 #      1 s, too short for the client (it wants >= 1 s left): normal
 #      handshake, no restart;
@@ -213,7 +222,8 @@ fb_expected()
 # ---------------------------------------------------------------- 2.
 s=s2 r=r2 c=c2
 tb_server "$s" "$(tb_port 201)" -- --ping 1
-tb_relay "$r" "127.0.0.1:$(tb_port 202)" "127.0.0.1:$(tb_port 201)" --delay 50 --rebind-after-packets 1
+tb_relay "$r" "127.0.0.1:$(tb_port 202)" "127.0.0.1:$(tb_port 201)" --delay 50 --rebind-after-packets 1 \
+    --drop-unasked-resets
 tb_client "$c" -- --remote 127.0.0.1 "$(tb_port 202)" udp4 --ping 1 --server-probe
 why=""
 FALLBACK_MS="" FB_DELAY=""
@@ -239,6 +249,8 @@ else
         why="opcode 7 (event $i7) did not follow the shortened third packet (opcode 4, event $i4)"
     elif [ "$(first_ops "$r" 3)" != "up:12 down:12 up:4" ]; then
         why="wire starts '$(first_ops "$r" 3)', expected 'up:12 down:12 up:4'"
+    elif ! awk '$2 == "down" && $4 == 8 && $6 == "unasked" { f = 1 } END { exit !f }' "$TB_DIR/$r.relay.log"; then
+        why="the server sent no new challenge for the relay to drop"
     elif ! fb_expected "$c"; then
         why="the shortcut line announces ${FB_ANNOUNCED:-no} fallback, expected 2 RTT + 250 ms of the probe (RTT $FB_RTT ms): $FB_EXPECT"
     elif [ -z "$FB_DELAY" ] || [ "$FB_DELAY" -lt "$FB_MIN" ] || [ "$FB_DELAY" -gt "$FB_MAX" ]; then
@@ -260,6 +272,55 @@ fi
 report "fallback: relay rebinds after the probe (RTT ${FB_RTT:-?} ms), client falls back ${FB_DELAY:-?} ms after starting the shortcut (announced ${FB_ANNOUNCED:-?}), sends opcode 7 and connects in ${FALLBACK_MS:-?} ms" \
     "$why" "$c" "$s" "$r"
 stop "$c" "$r" "$s"
+
+# ---------------------------------------------------------------- 2b.
+k=0
+for wrap in none tls-crypt-v2; do
+k=$((k + 1))
+s=s2b$k r=r2b$k c=c2b$k
+sport=$(tb_port $((204 + 2 * k))) rport=$(tb_port $((205 + 2 * k)))
+third=4
+[ "$wrap" = tls-crypt-v2 ] && third=11
+probe_op=12
+[ "$wrap" = tls-crypt-v2 ] && probe_op=13
+tb_server "$s" "$sport" --wrap "$wrap" -- --ping 1
+tb_relay "$r" "127.0.0.1:$rport" "127.0.0.1:$sport" --delay 50 --rebind-after-packets 1
+tb_client "$c" --wrap "$wrap" -- --remote 127.0.0.1 "$rport" udp4 --ping 1 --server-probe
+why=""
+REBIND_MS="" RB_AFTER=""
+want="up:$probe_op down:12 up:$third down:8 up:$third"
+if ! sc_wait "$c" 20; then
+    why="did not connect within ${WAITED}s"
+else
+    REBIND_MS=$MS
+    fb_expected "$c" >/dev/null
+    RB_AFTER=$(sc_between "$c" "$LINE_SHORTCUT" "Initialization Sequence Completed")
+    a=${FB_ANNOUNCED% ms}
+    case $FB_ANNOUNCED in *" s") a=$(( ${FB_ANNOUNCED% s} * 1000 )) ;; esac
+    if ! has "$c" "$LINE_SHORTCUT"; then
+        why="no '$LINE_SHORTCUT' line"
+    elif has "$c" "falling back to a normal handshake"; then
+        why="the client fell back"
+    elif ! grep -q ' rebind ' "$TB_DIR/$r.relay.log"; then
+        why="the relay did not rebind the client"
+    elif [ "$(first_ops "$r" 5)" != "$want" ]; then
+        why="wire starts '$(first_ops "$r" 5)', expected '$want'"
+    elif [ "$(op_index "$r" up:7)" != 0 ] || [ "$(op_index "$r" up:10)" != 0 ]; then
+        why="a client reset went up"
+    elif [ -z "$RB_AFTER" ] || [ -z "$a" ] || [ "$RB_AFTER" -ge "$a" ]; then
+        why="connected ${RB_AFTER:-?} ms after the shortcut started, not before its announced fallback (${FB_ANNOUNCED:-?})"
+    elif [ "$(tb_connected_server "$c")" != "127.0.0.1:$rport" ]; then
+        why="connected to $(tb_connected_server "$c"), not the same server"
+    elif ! sc_data "$r"; then
+        why="no P_DATA_V2 (9) both ways within ${WAITED}s"
+    elif [ -n "$(bad_lines "$c")" ]; then
+        why="client log has: $(bad_lines "$c" | cut -c1-200 | tr '\n' '|')"
+    fi
+fi
+report "NAT rebind answered (wrap=$wrap): the server's new challenge reaches the client, which retransmits its third packet and connects in ${REBIND_MS:-?} ms, ${RB_AFTER:-?} ms after starting the shortcut (fallback announced ${FB_ANNOUNCED:-?}), no fallback" \
+    "$why" "$c" "$s" "$r"
+stop "$c" "$r" "$s"
+done
 
 # ---------------------------------------------------------------- 3.
 s=s3 r=r3 c=c3

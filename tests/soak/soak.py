@@ -1040,6 +1040,69 @@ def proc_cmd(pid):
         return "?"
 
 
+def crm_exit_p(plog):
+    """the client exited because --connect-retry-max was used up"""
+    return "connect-retry-max" in plog
+
+
+RE_PHASE = re.compile(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)")
+RE_PLACE1 = re.compile(r"server-probe: \[AF_INET6?\](\S+) rtt=\S+ .*place=1$")
+RE_ATTEMPT = re.compile(r"(?:UDPv[46] link remote|Attempting to establish TCP connection with):? "
+                        r"\[AF_INET6?\](\S+)")
+
+
+def attempts(lines, until):
+    """the addresses of the connection attempts logged before time until"""
+    return [m.group(1) for t, line in lines if t < until for m in [RE_ATTEMPT.search(line)] if m]
+
+
+def phase_gaps(lines, has_udp):
+    """(missing, wrong): restarts (and the start) followed by a connection
+    attempt with no phase between them; first attempts after a phase that
+    went elsewhere than the phase's first place (when that answered)"""
+    missing, wrong = [], []
+    if not has_udp:
+        return missing, wrong
+    need = "at start"       # a pass began: a phase must come before the attempt
+    place1 = None           # the answered first place of the last phase
+    fresh = False           # no attempt since that phase yet
+    preserved = False
+    connected = False       # a session came up since the last restart
+    for t, line in lines:
+        if "Initialization Sequence Completed" in line:
+            connected = True
+            continue
+        if "received, process restarting" in line:
+            # a failed attempt goes on to the next remote of the same
+            # pass; a session that ended starts a new pass
+            if connected:
+                m = re.search(r"SIG\w+\[[^]]*\]", line)
+                need = "after %s" % (m.group(0) if m else "a restart")
+            place1, fresh, preserved, connected = None, False, False, False
+            continue
+        if RE_PHASE.search(line):
+            need, place1, fresh, preserved = None, None, True, False
+            continue
+        m = RE_PLACE1.search(line)
+        if m and fresh:
+            place1 = m.group(1)
+            continue
+        if "Preserving recently used remote address" in line:
+            preserved = True
+            continue
+        m = RE_ATTEMPT.search(line)
+        if not m:
+            continue
+        if need:
+            missing.append("no phase %s before the attempt at %.1fs to %s" % (need, t, m.group(1)))
+            need = None
+        if fresh and place1 and not preserved and m.group(1) != place1:
+            wrong.append("at %.1fs the first attempt after the phase went to %s, its first place %s"
+                         % (t, m.group(1), place1))
+        fresh = False
+    return missing, wrong
+
+
 def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
     """run one scenario; returns a result dict"""
     seed = sc["seed"]
@@ -1076,7 +1139,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                      UBSAN_OPTIONS="log_path=%s/ubsan:halt_on_error=1:print_stacktrace=1" % san)
         env_b = dict(os.environ)
         c = sc["client"]
-        mports = [PORT_BASE + 900, PORT_BASE + 901]
+        mports = [PORT_BASE + 900, PORT_BASE + 901, PORT_BASE + 902]
         skip_ports = {sc["remotes"][i]["port"] for i in c["skip"]}
         cp = Client(run, "patched", bins["client"],
                     run.client_argv(bins["client"], True, run.remote_args(),
@@ -1084,7 +1147,12 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         cb = Client(run, "baseline", bins["baseline"],
                     run.client_argv(bins["baseline"], False, run.remote_args(),
                                     mgmt_port=mports[1] if c["mgmt"] else None)[1:], env_b)
-        clients = [cp, cb]
+        # the third client: the patched binary without the flag (SPEC 5:
+        # no flag, no change), compared with the unpatched one
+        cn = Client(run, "noflag", bins["client"],
+                    run.client_argv(bins["client"], False, run.remote_args(),
+                                    mgmt_port=mports[2] if c["mgmt"] else None)[1:], env_p)
+        clients = [cp, cb, cn]
         with open(os.path.join(d, "commands.txt"), "w") as f:
             for cl in clients:
                 f.write(" ".join(cl.proc.argv) + "\n")
@@ -1092,12 +1160,12 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         for cl in clients:
             cl.proc.start()
         if c["mgmt"]:
-            for port, role in zip(mports, ("patched", "baseline")):
+            for port, role in zip(mports, ("patched", "baseline", "noflag")):
                 m = Mgmt(port, skip_ports, os.path.join(d, role + ".mgmt.log"))
                 m.start()
                 mgmts.append(m)
-        run.note("clients started (patched pid %d, baseline pid %d), cap %.1fs, bound %.1fs"
-                 % (cp.proc.p.pid, cb.proc.p.pid, pl["cap"], pl["bound"]))
+        run.note("clients started (patched pid %d, baseline pid %d, noflag pid %d), cap %.1fs, bound %.1fs"
+                 % (cp.proc.p.pid, cb.proc.p.pid, cn.proc.p.pid, pl["cap"], pl["bound"]))
 
         # address liveness over time: intervals in which a good address is down
         down = {}                   # (i,k) -> since
@@ -1168,7 +1236,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             if cp.rc is not None and cb.rc is not None:
                 end_reason = "both clients exited"
                 break
-            if cp.rc is not None and t > 2.0:
+            if cp.rc is not None and t > 2.0 and (cb.rc is not None or t >= cp.exit_t + 3.0):
+                # (3 s for the unpatched client to make the same exit)
                 end_reason = "patched exited"
                 break
             if not pending and not later and cp.state_connected and t >= t_stable + settle and t >= 2.5:
@@ -1278,6 +1347,29 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             check("exit within %gs of SIGTERM" % TERM_LIMIT, None)
             if not crashed:
                 res["notes"].append("patched exited by itself at %.2fs rc %s" % (cp.exit_t, cp.rc))
+        # an exit of its own that the unpatched client did not also make
+        # (it had 3 s more): only --connect-retry-max may end the patched
+        # client first, as it fails faster on dead addresses
+        if cp.exit_t is not None and not crashed:
+            check("no exit the unpatched client did not make",
+                  cb.exit_t is not None or (crm_exit_p(plog) and c["connect_retry_max"]),
+                  "patched exited by itself at %.2fs (rc %s), unpatched %s"
+                  % (cp.exit_t, cp.rc, "still running" if cb.exit_t is None
+                     else "exited at %.2fs" % cb.exit_t))
+        else:
+            check("no exit the unpatched client did not make", None)
+        # a phase before each pass: at start and after each restart, before
+        # the next connection attempt, when a UDP remote is in the list
+        # (SPEC 3); the first attempt after a phase is at its first place
+        # (unless management chooses: --management-query-remote, or the
+        # address upstream preserves)
+        has_udp = any(rem["proto"] == "udp" for rem in sc["remotes"])
+        miss, wrong = phase_gaps(cp.lines, has_udp)
+        check("a phase before each pass", None if not has_udp else not miss,
+              "; ".join(miss[:3]))
+        check("first attempt after a phase at its first place",
+              None if not has_udp or c["mgmt"] == "query" else not wrong,
+              "; ".join(wrong[:3]))
         # no busy loop: CPU time and log volume
         hz = os.sysconf("SC_CLK_TCK")
         cpu_p, cpu_b = cp.cpu_ticks / hz, cb.cpu_ticks / hz
@@ -1371,6 +1463,22 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                          limit, "; exceptions " + ",".join(pl["exc"]) if pl["exc"] else ""))
         else:
             check("differential: patched connects, not later than unpatched + phase", None)
+        # SPEC 5: the patched binary without --server-probe tries the same
+        # addresses in the same order as the unpatched client (before the
+        # first event, which may hit the two at different moments), and
+        # exits by itself when and only when that one does
+        if c["remote_random"]:
+            check("no flag: same connection sequence as unpatched", None)
+        else:
+            until = t_first_disrupt if t_first_disrupt is not None else float("inf")
+            sn, sb = attempts(cn.lines, until), attempts(cb.lines, until)
+            k = min(len(sn), len(sb))
+            same = sn[:k] == sb[:k] and (cn.exit_t is None) == (cb.exit_t is None)
+            check("no flag: same connection sequence as unpatched", same,
+                  "without the flag %s%s, unpatched %s%s"
+                  % (" ".join(sn[:8]), "" if cn.exit_t is None else " (exited by itself)",
+                     " ".join(sb[:8]), "" if cb.exit_t is None else " (exited by itself)"))
+        res["attempts_noflag"] = len(attempts(cn.lines, float("inf")))
         if cb.rc is not None and (cb.rc < 0 and cb.rc != -signal.SIGTERM or cb.rc in (134, 139)):
             res["notes"].append("the unpatched client crashed (rc %s)" % cb.rc)
         return res
@@ -1571,6 +1679,8 @@ def main():
     ap.add_argument("--show", action="store_true", help="print the scenario(s) and the plan only")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the logs of passing scenarios too")
+    ap.add_argument("--stop-on-fail", action="store_true",
+                    help="stop at the first failing scenario (the self-test's search)")
     ap.add_argument("--results", default=None)
     ap.add_argument("--first-seed", type=int, default=None,
                     help="--minutes: seed of the seed generator (default: random)")
@@ -1688,6 +1798,8 @@ def main():
                     print("    %s" % f)
                 print("    logs:   %s" % os.path.relpath(os.path.join(OUT, str(seed)), TOP))
                 print("    replay: %s" % replay_cmd(seed, bins), flush=True)
+                if a.stop_on_fail:
+                    break
             else:
                 print("ok   seed %d (%s)%s" % (seed, fig, ("; " + "; ".join(r["notes"])) if r["notes"] else ""),
                       flush=True)

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""tests/soak/self_test.py: the soak's self-test (issue 26).  Faults are
+planted in copies of the client under test (wrappers around it), and the
+soak must catch each one, as the fuzz self-test does for the fuzz targets:
+
+  noprobe   the client ignores --server-probe (the options are dropped)
+  exit1     the client exits by itself 3 s after its start (status 1)
+  late6     the client starts 6 s late
+
+  self_test.py            fast: each fault on the seeds of SELFTEST_SEEDS
+                          (default 2,3); every fault must fail a check
+                          (not the harness) on at least one of them
+  self_test.py --minutes N   search: new seeds for each fault until one
+                          fails (at most N minutes per fault); prints the
+                          seed, the check that caught it and the time
+
+The client under test is soak.py's (SOAK_BIN, or build/bin/openvpn-asan
+when current, else build/bin/openvpn).  Exit 0 every fault caught, 1 a
+fault not caught, 77 skipped (soak.py's skip, e.g. not root).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOAK = os.path.join(HERE, "soak.py")
+sys.path.insert(0, HERE)
+import soak  # noqa: E402  (default_bin, TOP)
+
+WRAPPERS = {
+    "noprobe": '''#!/bin/bash
+# planted fault: the client ignores --server-probe (and its memory file)
+args=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --server-probe) shift; [[ ${1:-} =~ ^[0-9]+$ ]] && shift ;;
+        --server-probe-persist) shift 2 ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+exec %(bin)s "${args[@]}"
+''',
+    "exit1": '''#!/usr/bin/env python3
+# planted fault: the client exits by itself (status 1) 3 s after its start
+import signal, subprocess, sys, time
+p = subprocess.Popen(["%(bin)s"] + sys.argv[1:])
+def term(n, f):
+    p.terminate()
+    p.wait()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, term)
+time.sleep(3)
+p.kill()
+p.wait()
+sys.exit(1)
+''',
+    "late6": '''#!/usr/bin/env python3
+# planted fault: the client starts its connection 6 s late
+import os, sys, time
+time.sleep(6)
+os.execv("%(bin)s", ["%(bin)s"] + sys.argv[1:])
+''',
+}
+
+
+def run_soak(wrapper, args, env):
+    """run soak.py with the wrapper as the client; (rc, output)"""
+    e = dict(env, SOAK_BIN=wrapper)
+    p = subprocess.run([sys.executable, SOAK] + args, env=e, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    return p.returncode, p.stdout
+
+
+def caught(out):
+    """(seed, first failed check) of the first seed failed by a check,
+    not by the harness"""
+    seed, check = None, None
+    for line in out.split("\n"):
+        m = re.match(r"FAIL seed (\d+) ", line)
+        if m:
+            seed, check = int(m.group(1)), None
+            continue
+        if seed is not None and check is None and line.startswith("    ") and \
+                not line.strip().startswith(("logs:", "replay:", "harness:")):
+            return seed, line.strip()
+    return None, None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=None,
+                    help="search new seeds for each fault, at most this long per fault")
+    ap.add_argument("--faults", default=",".join(WRAPPERS))
+    a = ap.parse_args()
+    binpath = soak.default_bin()
+    if not os.access(binpath, os.X_OK):
+        print("SKIP: %s is not built" % os.path.relpath(binpath, soak.TOP))
+        return 77
+    tmp = tempfile.mkdtemp(prefix="soak-selftest.")
+    fails = 0
+    try:
+        for name in a.faults.split(","):
+            w = os.path.join(tmp, "client-" + name)
+            with open(w, "w") as f:
+                f.write(WRAPPERS[name] % {"bin": binpath})
+            os.chmod(w, 0o755)
+            env = dict(os.environ, SOAK_OUT=os.path.join(soak.OUT, "selftest-" + name))
+            t0 = time.monotonic()
+            if a.minutes:
+                args = ["--minutes", str(a.minutes), "--stop-on-fail"]
+            else:
+                args = ["--seeds", os.environ.get("SELFTEST_SEEDS", "2,3")]
+            rc, out = run_soak(w, args, env)
+            dt = time.monotonic() - t0
+            if rc == 77:
+                print(out.strip().split("\n")[-1])
+                return 77
+            seed, check = caught(out)
+            if seed is not None:
+                print("ok     %-8s caught in %.0f s: seed %d, %s" % (name, dt, seed, check))
+                print("       replay: SOAK_BIN=<%s wrapper> tests/soak/soak.py --seed %d" % (name, seed))
+            else:
+                fails += 1
+                print("NOT CAUGHT %s in %.0f s (soak exit %d); its output:" % (name, dt, rc))
+                print("\n".join("    | " + l for l in out.strip().split("\n")[-15:]))
+        return 1 if fails else 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
