@@ -1,0 +1,79 @@
+#!/bin/bash
+# Compare the series' own files (the files the series adds to upstream:
+# src/openvpn/oob*.[ch], tests/unit_tests/openvpn/test_oob*.c, ...)
+# between the HEADs of two work trees, e.g. the master series and a
+# backport of it.  Prints each file that differs (or is missing on one
+# side) and exits non-zero if any of them is not listed in the allow-list.
+#
+#   scripts/series-diff.sh [TREE_A [TREE_B [ALLOWED]]]
+#
+# TREE_A, TREE_B   git work trees made by scripts/make-tree.sh (tag
+#                  "upstream" = their base); default build/openvpn-master
+#                  and build/openvpn-2.7
+# ALLOWED          the allow-list, default patches/NAME/ALLOWED-DIFFS where
+#                  TREE_B is build/openvpn-NAME: one path per line followed
+#                  by the reason it may differ; '#' starts a comment.  A
+#                  missing allow-list allows nothing.
+#
+# "The series' own files" are the files that the HEAD of either tree has
+# and neither base ("upstream" tag) has: the union of the files added
+# between upstream and HEAD in either tree (git diff --diff-filter=A),
+# less the files the other tree's base already has (so upstream commits
+# backported into a series, e.g. siphash.c on v2.7.6, are upstream's and
+# not compared), so a file one series adds and the other lacks shows up
+# as differing.  Reads the two
+# trees only (git rev-parse/diff on their HEADs); uncommitted edits are not
+# compared.  Exit 0 no unallowed differences, 1 unallowed differences,
+# 2 usage or a tree that is not there.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+a=${1:-$top/build/openvpn-master}
+b=${2:-$top/build/openvpn-2.7}
+if [ $# -ge 3 ]; then
+    allowed=$3
+else
+    name=$(basename "$b")
+    name=${name#openvpn-}
+    allowed=$top/patches/$name/ALLOWED-DIFFS
+fi
+for t in "$a" "$b"; do
+    if ! git -C "$t" rev-parse -q --verify 'upstream^{commit}' >/dev/null 2>&1; then
+        echo "series-diff: $t is not a work tree with an 'upstream' tag (scripts/make-tree.sh)" >&2
+        exit 2
+    fi
+done
+
+# paths from the allow-list (first field of each non-comment line)
+declare -A allow=()
+if [ -f "$allowed" ]; then
+    while read -r p _; do
+        allow[$p]=1
+    done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$allowed")
+fi
+
+added() { git -C "$1" diff --no-renames --diff-filter=A --name-only upstream HEAD --; }
+in_base() { git -C "$1" cat-file -e "upstream:$2" 2>/dev/null; }
+blob() { git -C "$1" rev-parse -q --verify "HEAD:$2" 2>/dev/null || echo missing; }
+
+n=0 bad=0
+while read -r f; do
+    [ -n "$f" ] || continue
+    in_base "$a" "$f" && continue
+    in_base "$b" "$f" && continue
+    n=$((n + 1))
+    x=$(blob "$a" "$f")
+    y=$(blob "$b" "$f")
+    [ "$x" = "$y" ] && continue
+    what=differs
+    [ "$x" = missing ] && what="missing in $a"
+    [ "$y" = missing ] && what="missing in $b"
+    if [ -n "${allow[$f]:-}" ]; then
+        echo "allowed  $f ($what)"
+    else
+        echo "DIFFERS  $f ($what)"
+        bad=$((bad + 1))
+    fi
+done < <({ added "$a"; added "$b"; } | sort -u)
+
+echo "series-diff: $n file(s) the series add, $bad unallowed difference(s) (allow-list: ${allowed#"$top"/})"
+[ "$bad" -eq 0 ]
