@@ -1051,7 +1051,7 @@ RE_ATTEMPT = re.compile(r"(?:UDPv[46] link remote|Attempting to establish TCP co
                         r"\[AF_INET6?\](\S+)")
 
 
-def evidence_exceptions(sc, run, lines, t_p, skipped):
+def evidence_exceptions(sc, run, lines, t_p, skipped, since=0.0):
     """the differential's exceptions (README), each only on log evidence
     and charged only for the attempts the patched client made before it
     connected: E1 per attempt on a plain-mode hostile responder, E2 per
@@ -1065,7 +1065,7 @@ def evidence_exceptions(sc, run, lines, t_p, skipped):
 
     def add(name, x):
         exc[name] = exc.get(name, 0.0) + x
-    for hp in attempts(lines, until):
+    for hp in attempts(lines, until, since):
         ik = run.addr_of(hp)
         if ik is None:
             continue
@@ -1078,7 +1078,7 @@ def evidence_exceptions(sc, run, lines, t_p, skipped):
         elif c["remote_random"] and not addr_good(sc, rem, a):
             add("E3-remote-random", addr_cost(sc, rem, a, True))
     if c["remote_random"]:
-        nx = sum(1 for t, line in lines if t < until and "Cannot resolve host address" in line)
+        nx = sum(1 for t, line in lines if since <= t < until and "Cannot resolve host address" in line)
         if nx:
             add("E3-remote-random", nx * (c["connect_retry"][0] + 1.0))
     if c["mgmt"] == "query" and skipped:
@@ -1086,9 +1086,9 @@ def evidence_exceptions(sc, run, lines, t_p, skipped):
     return exc
 
 
-def attempts(lines, until):
-    """the addresses of the connection attempts logged before time until"""
-    return [m.group(1) for t, line in lines if t < until for m in [RE_ATTEMPT.search(line)] if m]
+def attempts(lines, until, since=0.0):
+    """the addresses of the connection attempts logged from since to until"""
+    return [m.group(1) for t, line in lines if since <= t < until for m in [RE_ATTEMPT.search(line)] if m]
 
 
 def phase_gaps(lines, has_udp):
@@ -1212,6 +1212,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     stopped.add((i, k))
         t_stable = 0.0              # last moment liveness or the clients' state was disturbed
         t_first_disrupt = None
+        ev_log = []                 # (t, kind, patched connected, unpatched connected)
         pending = list(sc["events"])
         later = []                  # (t, action, ik)
         settle = 1.5
@@ -1232,6 +1233,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     # kill it (default action): wait for its first log line
                     break
                 ev = pending.pop(0)
+                ev_log.append((t, ev["kind"], cp.state_connected, cb.state_connected))
                 for eff in run.do_event(ev, clients, mgmts):
                     if eff[0] == "down":
                         # a stopped process stays down until it is started
@@ -1275,7 +1277,11 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                 # (3 s for the unpatched client to make the same exit)
                 end_reason = "patched exited"
                 break
-            if not pending and not later and cp.state_connected and t >= t_stable + settle and t >= 2.5:
+            # (and the unpatched client connected too, or had the time its
+            # non-working addresses cost it: else the oracles cannot apply)
+            if not pending and not later and cp.state_connected and t >= t_stable + settle and t >= 2.5 \
+                    and (cb.state_connected or cb.rc is not None
+                         or t >= min(pl["cap"], pl["nongood_b"] + pl["phase"] + 5.0)):
                 end_reason = "patched connected, events done"
                 break
             after = [pt for pt in cp.phase_t if pt > t_stable]
@@ -1406,14 +1412,16 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
               None if not has_udp or c["mgmt"] == "query" else not wrong,
               "; ".join(wrong[:3]))
         # no busy loop: CPU time and log volume
+        # (CPU compared with the third client: the same build, e.g. both
+        # ASan, without the flag; the unpatched client is a plain build)
         hz = os.sysconf("SC_CLK_TCK")
-        cpu_p, cpu_b = cp.cpu_ticks / hz, cb.cpu_ticks / hz
-        res.update({"cpu_p": round(cpu_p, 2), "cpu_b": round(cpu_b, 2)})
-        busy = t_end >= 4.0 and cpu_p > 0.5 * t_end and cpu_p > 3 * cpu_b + 1.0
+        cpu_p, cpu_b, cpu_n = cp.cpu_ticks / hz, cb.cpu_ticks / hz, cn.cpu_ticks / hz
+        res.update({"cpu_p": round(cpu_p, 2), "cpu_b": round(cpu_b, 2), "cpu_n": round(cpu_n, 2)})
+        busy = t_end >= 4.0 and cpu_p > 0.5 * t_end and cpu_p > 3 * cpu_n + 1.0
         flood = cp.off > LOG_FLOOD and cb.off < LOG_FLOOD / 2
         check("no busy loop (CPU, log volume)", not busy and not flood,
-              "patched used %.1fs CPU in %.1fs (unpatched %.1fs), log %d bytes (unpatched %d)"
-              % (cpu_p, t_end, cpu_b, cp.off, cb.off))
+              "patched used %.1fs CPU in %.1fs (the same build without the flag %.1fs, unpatched "
+              "%.1fs), log %d bytes (unpatched %d)" % (cpu_p, t_end, cpu_n, cpu_b, cp.off, cb.off))
         # descriptors and children
         names = sum(1 for rem in sc["remotes"] if rem.get("name") or rem["kind"] == "nx")
         fd_limit = max(cb.max_fd, 4) + 4 + 2 * names
@@ -1500,6 +1508,50 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                          if exc else ""))
         else:
             check("differential: patched connects, not later than unpatched + phase", None)
+        # benefit: when the unpatched client spent 5 s or more before its
+        # first connection (dead addresses, no event before it), the
+        # patched client saves at least half of it, beyond its phase, 3 s
+        # and the exceptions on evidence
+        if t_b is not None and t_b >= 5.0 and (t_first_disrupt is None or t_first_disrupt > t_b) \
+                and not crashed and not crm_exit and not c["remote_random"]:
+            exc_b = evidence_exceptions(sc, run, cp.lines, t_p, mgmts[0].skipped if mgmts else [])
+            lim_b = pl["phase"] + 3.0 + sum(exc_b.values()) + 0.5 * t_b
+            if t_p is None and t_end < lim_b:
+                check("benefit: saves half of what unpatched spent", None)
+            else:
+                check("benefit: saves half of what unpatched spent", t_p is not None and t_p <= lim_b,
+                      "unpatched connected at %.2fs, patched %s (bound %.2fs)"
+                      % (t_b, "at %.2fs" % t_p if t_p is not None else "not at all", lim_b))
+        else:
+            check("benefit: saves half of what unpatched spent", None)
+        # reconnect oracle: the first disruption that reaches both clients
+        # while both are connected (SIGUSR1, SIGHUP, management SIGUSR1,
+        # ping-restart): when the unpatched client is back before the next
+        # event, the patched one is back no later than that + phase +
+        # 2.5 s + the exceptions on evidence
+        rec = [e for e in ev_log if e[1] in ("cli-usr1", "cli-hup", "mgmt-usr1", "ping-restart")
+               and e[2] and e[3]]
+        if rec and not crashed and not crm_exit and not c["remote_random"]:
+            t_ev = rec[0][0]
+            t_next = min([e[0] for e in ev_log if e[0] > t_ev] or [float("inf")])
+            rb = min([x[0] for x in cb.connects if x[0] > t_ev] or [None], key=lambda x: x or 0)
+            rp = min([x[0] for x in cp.connects if x[0] > t_ev] or [None], key=lambda x: x or 0)
+            if rb is None or rb >= t_next:
+                check("reconnect: patched back no later than unpatched + phase", None)
+            else:
+                exc_r = evidence_exceptions(sc, run, cp.lines, rp, mgmts[0].skipped if mgmts else [],
+                                            since=t_ev)
+                lim_r = rb + pl["phase"] + 2.5 + sum(exc_r.values())
+                if (rp is None and t_end < lim_r) or (rp is None and t_next < lim_r):
+                    check("reconnect: patched back no later than unpatched + phase", None)
+                else:
+                    check("reconnect: patched back no later than unpatched + phase",
+                          rp is not None and rp <= lim_r,
+                          "%s at %.2fs: unpatched back at %.2fs, patched %s (bound %.2fs)"
+                          % (rec[0][1], t_ev, rb, "at %.2fs" % rp if rp is not None else "not at all",
+                             lim_r))
+        else:
+            check("reconnect: patched back no later than unpatched + phase", None)
         # SPEC 5: the patched binary without --server-probe tries the same
         # addresses in the same order as the unpatched client (before the
         # first event, which may hit the two at different moments), and
