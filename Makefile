@@ -14,7 +14,7 @@ WT  := build/openvpn-$(BASE)
 endif
 
 .PHONY: all deps fetch tree retree export series-check check-commits build baseline master-builds \
-        check test-only style relay demo bench clean distclean help \
+        check test-only style relay demo bench clean distclean help 2.7-builds series-diff \
         deb check-deb check-trixie check-asan fuzz-long
 
 all: build
@@ -22,7 +22,8 @@ all: build
 help:
 	@echo "make demo          run the demo (builds what is missing)"
 	@echo "make check         install deps, build, run all tests"
-	@echo "(BASE=2.6, the default, or BASE=master: which series the next targets work on)"
+	@echo "(BASE=2.6, the default, BASE=master or BASE=2.7: which series the next targets work on)"
+	@echo "make series-diff   the series' own files, master vs the 2.7 backport"
 	@echo "make tree          fetch the base, create the work tree with patches/BASE/ applied"
 	@echo "make build         build build/bin/openvpn[-BASE] from the work tree"
 	@echo "make baseline      build build/bin/openvpn-baseline (same base, no series)"
@@ -79,7 +80,7 @@ style: tree
 
 # both series: 2.6 (build, baseline) and, once patches/master/ holds it,
 # master (build/bin/openvpn-master and the unpatched openvpn-master-baseline)
-check: deps build baseline relay master-builds
+check: deps build baseline relay master-builds 2.7-builds
 	@tests/check.sh
 
 master-builds:
@@ -87,6 +88,18 @@ master-builds:
 	    $(MAKE) --no-print-directory tree BASE=master && \
 	    BASE=master scripts/build.sh patched && BASE=master scripts/build.sh baseline; \
 	fi
+
+# the 2.7 series (patches/2.7/: the master series backported to v2.7.6)
+2.7-builds:
+	@if [ -s patches/2.7/series ]; then \
+	    $(MAKE) --no-print-directory tree BASE=2.7 && \
+	    BASE=2.7 scripts/build.sh patched && BASE=2.7 scripts/build.sh baseline; \
+	fi
+
+# the series' own files: master series vs its 2.7 backport (patches/2.7/ALLOWED-DIFFS)
+series-diff:
+	@$(MAKE) --no-print-directory tree BASE=master && $(MAKE) --no-print-directory tree BASE=2.7 && \
+	    scripts/series-diff.sh build/openvpn-master build/openvpn-2.7
 
 # run the tests without (re)building
 test-only:

@@ -200,7 +200,8 @@ tb_has_opt()
 }
 
 # tb_series [BIN]: which series BIN (default $TB_BIN) is: "master" for a
-# 2.8+ build (the master series, unpatched master), else "2.6".  The two
+# 2.7+ build (the master series, its 2.7 backport, unpatched master or
+# 2.7: the same code), else "2.6".  The two
 # differ where master's idiom differs: per-packet server logs at
 # D_MULTI_DEBUG (--verb 7) with the one prefix "server-probe:", master's
 # integer option messages, a --server-probe-reply refused (not warned)
@@ -208,7 +209,7 @@ tb_has_opt()
 tb_series()
 {
     if "${1:-$TB_BIN}" --version 2>/dev/null | head -n 1 |
-        grep -qE '^OpenVPN 2\.([89]|[1-9][0-9])'; then
+        grep -qE '^OpenVPN 2\.([789]|[1-9][0-9])'; then
         echo master
     else
         echo 2.6

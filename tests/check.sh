@@ -432,7 +432,24 @@ asan_e2e()
 # memory, failover, hostile replies, the field test bed
 ASAN_E2E=${ASAN_E2E:-t_memory_evidence t_memory t_failover t_reconnect t_hostile t_field}
 export ASAN_E2E
-export -f master_unit master_cmake master_e2e master_small asan_e2e
+# the 2.7 series (patches/2.7/, build/openvpn-2.7): the backport of the
+# master series to v2.7.6, the same code (scripts/series-diff.sh)
+s27_unit()
+{
+    local rc
+    timeout --kill-after=10 600 make -C "$top/build/obj/2.7-patched/src/tests/unit_tests" check 2>&1 |
+        tee "$logs/2.7-unit.out"
+    rc=${PIPESTATUS[0]}
+    grep -E '^(PASS|FAIL|ERROR|XPASS|SKIP): ' "$logs/2.7-unit.out"
+    [ "$rc" -eq 0 ] && ! grep -qE '^(FAIL|ERROR|XPASS): ' "$logs/2.7-unit.out" &&
+        grep -qE '^PASS: .*oob' "$logs/2.7-unit.out"
+}
+s27_e2e()
+{
+    TB_BIN="$top/build/bin/openvpn-2.7" TB_BASELINE="$top/build/bin/openvpn-2.7-baseline" \
+        TB_ROOT="$top/build/testbed-2.7" "$top/tests/e2e/$1.sh"
+}
+export -f master_unit master_cmake master_e2e master_small asan_e2e s27_unit s27_e2e
 have_master=0
 [ -s "$top/patches/master/series" ] && have_master=1
 if [ $have_master = 1 ]; then
@@ -457,7 +474,26 @@ if [ $have_master = 1 ]; then
     for t in $ASAN_E2E; do
         lane_step "master/asan/e2e/${t#t_}" 600 asan_e2e master "$t"
     done
+    # the 2.7 series in the same lane (S27_E2E: its e2e tests; the whole
+    # suite with S27_E2E=all)
+    if [ -s "$top/patches/2.7/series" ]; then
+        e27=${S27_E2E:-t_interop t_shortcut t_server_probe t_client_probe t_field t_failover t_reconnect}
+        [ "$e27" = all ] && e27=$(cd "$top/tests/e2e" && ls t_*.sh | sed 's/\.sh$//' | grep -v '^t_cross$')
+        for t in $e27; do
+            lane_step "2.7/e2e/${t#t_}" 600 s27_e2e "$t"
+        done
+    fi
     lane_end
+fi
+
+# the 2.7 series: its work tree, series, style and unit tests, and the
+# check that its own files are master's (patches/2.7/ALLOWED-DIFFS)
+if [ -s "$top/patches/2.7/series" ]; then
+    step 2.7/worktree       60 worktree 2.7
+    step 2.7/series-check  300 series_check 2.7
+    step 2.7/style         300 env BASE=2.7 python3 "$top/scripts/style.py"
+    step 2.7/unit-tests    700 s27_unit
+    step 2.7/series-diff    60 "$top/scripts/series-diff.sh" "$top/build/openvpn-master" "$top/build/openvpn-2.7"
 fi
 
 # the builds upstream's CI makes besides this one: mbed TLS (built, its
