@@ -371,9 +371,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(moved == 0);
         if (BLEN(reply) > 0)
         {
-            /* the HMAC cookie reset, for a client's hard reset only */
+            /* the HMAC cookie reset, for a client's hard reset, or for a
+             * third packet whose cookie was made for another address (the
+             * NAT rebind answer): only when probes are answered, never
+             * larger than that packet */
             CHECK(op == P_CONTROL_HARD_RESET_CLIENT_V2
-                  || op == P_CONTROL_HARD_RESET_CLIENT_V3);
+                  || op == P_CONTROL_HARD_RESET_CLIENT_V3
+                  || op == P_CONTROL_V1 || op == P_CONTROL_WKC_V1);
+            if (op == P_CONTROL_V1 || op == P_CONTROL_WKC_V1)
+            {
+                CHECK(!off);
+                CHECK(BLEN(reply) <= pkt_len);
+            }
             CHECK(!create);
             CHECK(*BPTR(reply) == (P_CONTROL_HARD_RESET_SERVER_V2 << P_OPCODE_SHIFT));
             CHECK(BLEN(reply) >= 1 + SID_SIZE);
