@@ -29,7 +29,12 @@
  *    the server's max-latency-diff, else 10 ms), starts the handshake at
  *    the third packet with the first server, falls back to a normal
  *    handshake after max(2 s, 4 RTT + 0.5 s) (at most 5 s), and after
- *    --hand-window 60 s moves to the next remote of the ranking;
+ *    --hand-window 60 s moves to the next remote of the ranking; when the
+ *    fallback's reset is answered and its third packet is not (a server
+ *    that filled up since the probe), the client gives up on the server
+ *    after --tls-timeout 2 s + 2 RTT + 2 s (whole seconds, at most 5 s:
+ *    the master series' rule), waits the restart's 1 s and probes again
+ *    ("probe-pre" has neither the budget nor this rule);
  *  - "pre" is the series before issue 25: probes spend the handshake
  *    budget (a probe to a spent budget gets no reply);
  *  - every probing client has --remote-random (what a provider's list of
@@ -76,7 +81,7 @@ static const char *variant_names[] = { "stock-random", "stock-order", "probe-pre
 
 enum ev_type { EV_START, EV_PROBE_AT_SERVER, EV_REPLY_AT_CLIENT, EV_PHASE_END,
                EV_RESET_AT_SERVER, EV_COOKIE_AT_CLIENT, EV_THIRD_AT_SERVER,
-               EV_CONNECTED, EV_RETX, EV_GIVEUP, EV_FALLBACK };
+               EV_CONNECTED, EV_RETX, EV_GIVEUP, EV_FALLBACK, EV_REFUSED };
 
 struct ev { double t; int type, c, s, gen; uint16_t w, p; int aux; };
 
@@ -177,6 +182,8 @@ struct client
     struct oob_rank_entry e[MAXS];
     int retx;
     int shortcut;
+    double fell_back; /* when the shortcut fell back (0: it did not) */
+    int refused;      /* times it gave up on a server that filled up */
 };
 
 static struct server srv[MAXS];
@@ -509,6 +516,15 @@ run(const char *scenario, double spread, int max_clients, double until)
                     break;
                 }
                 k->retx = -1; /* answered: no more resets */
+                if (k->fell_back > 0)
+                {
+                    /* the master series' check_shortcut_refused(), on
+                     * whole-second clocks */
+                    double rtt_s = floor(e.t) - floor(k->fell_back);
+                    double wait = 2 * rtt_s + 2;
+                    push(e.t + 2 + (wait > 5 ? 5 : wait), EV_REFUSED, e.c, e.s, e.gen, 0, 0);
+                    k->fell_back = 0;
+                }
                 push(e.t + rtt(e.c, e.s) / 2, EV_THIRD_AT_SERVER, e.c, e.s, e.gen, 0, 0);
                 break;
 
@@ -559,11 +575,23 @@ run(const char *scenario, double spread, int max_clients, double until)
                 }
                 /* a normal handshake with the same server */
                 k->shortcut = 0;
+                k->fell_back = var >= V_PROBE ? e.t : 0;
                 k->gen++;
                 k->retx = 0;
                 push(e.t + rtt(e.c, e.s) / 2, EV_RESET_AT_SERVER, e.c, e.s, k->gen, 0, 0);
                 push(e.t + 2, EV_RETX, e.c, e.s, k->gen, 0, 0);
                 push(k->attempt_start + 60, EV_GIVEUP, e.c, e.s, k->gen, 0, 0);
+                break;
+
+            case EV_REFUSED:
+                if (e.gen != k->gen)
+                {
+                    break;
+                }
+                /* a TLS error: restart, probe again */
+                k->gen++;
+                k->refused++;
+                push(e.t + 1.0, EV_START, e.c, 0, k->gen, 0, 0);
                 break;
 
             case EV_GIVEUP:
@@ -620,6 +648,11 @@ run(const char *scenario, double spread, int max_clients, double until)
             share_max = share > share_max ? share : share_max;
         }
     }
+    int64_t refused = 0;
+    for (int c = 0; c < n_cli; c++)
+    {
+        refused += cli[c].refused;
+    }
     int64_t to_region0 = 0;
     for (int s = 0; s < n_srv; s++)
     {
@@ -632,12 +665,13 @@ run(const char *scenario, double spread, int max_clients, double until)
            "\"connected\": %d, \"median_s\": %.2f, \"p90_s\": %.2f, \"p99_s\": %.2f, \"max_s\": %.2f, "
            "\"clients_per_live_server_min\": %" PRId64 ", \"max\": %" PRId64 ", "
            "\"share_vs_weight_min\": %.2f, \"share_vs_weight_max\": %.2f, "
-           "\"to_region0\": %" PRId64 ", \"peak_replies_per_server_s\": %" PRId64 "}\n",
+           "\"to_region0\": %" PRId64 ", \"peak_replies_per_server_s\": %" PRId64 ", "
+           "\"gave_up_on_full\": %" PRId64 "}\n",
            scenario, srv_margin, spread, variant_names[var], n_cli, n_srv, n,
            n ? t[n / 2] : -1, n ? t[(int)(n * 0.9)] : -1, n ? t[(int)(n * 0.99)] : -1,
            n ? t[n - 1] : -1, taken_min, taken_max,
            (outage && strcmp(scenario, "outage")) ? -1.0 : share_min,
-           (outage && strcmp(scenario, "outage")) ? -1.0 : share_max, to_region0, peak);
+           (outage && strcmp(scenario, "outage")) ? -1.0 : share_max, to_region0, peak, refused);
     fflush(stdout);
     free(t);
 }

@@ -37,7 +37,17 @@
 #      without --server-probe + 150 ms, and must beat the fastest probing
 #      without the shortcut (--lport) by >= 100 ms (one RTT is 200 ms);
 #      load only adds time, so the fastest of 7 is the stable figure.
-# Exit 0 pass, 1 fail, 77 skip. Takes about 30 s (waits capped at 210 s).
+#   7. a server that fills up between probe and connect: server 1
+#      (--max-clients 1) answers the probe of client B, which reaches it
+#      through a relay that delays B's packets by 500 ms; client A, held
+#      by --management-hold until B's phase has ended, then takes the only
+#      slot.  B's third packet is refused (the server logs the
+#      --max-clients message), B falls back, its normal reset is answered
+#      statelessly and its third packet refused again: B gives up on
+#      server 1 ("takes no new clients", a TLS error: SIGUSR1)
+#      and connects to server 2 within 20 s, far from its --hand-window
+#      of 40 s (the series before this waited the whole window there).
+# Exit 0 pass, 1 fail, 77 skip. Takes about 50 s (waits capped at 210 s).
 set -u
 : "${TB_PORT_BASE:=25000}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -461,6 +471,64 @@ else
     for x in c6s1 c6n1 c6l1; do grep -F "server-probe:" "$TB_DIR/$x.log" 2>/dev/null | sed "s/^/#   $x | /"; done
 fi
 stop "$r" "$s"
+
+# ---------------------------------------------------------------- 7.
+LINE_REFUSED="server-probe: the server answered the reset but not the handshake"
+s=s7a s2=s7b r=r7 a=c7a c=c7b
+mport=$(tb_port 705)
+tb_server "$s" "$(tb_port 701)" -- --ping 1 --max-clients 1
+tb_server "$s2" "$(tb_port 702)" -- --ping 1 --server-probe-reply 0 50 200
+tb_relay "$r" "127.0.0.1:$(tb_port 703)" "127.0.0.1:$(tb_port 701)" --delay-up 500
+tb_client "$a" -- --remote 127.0.0.1 "$(tb_port 701)" udp4 --ping 1 \
+    --management 127.0.0.1 "$mport" --management-hold
+tb_client "$c" -- --remote 127.0.0.1 "$(tb_port 703)" udp4 --remote 127.0.0.1 "$(tb_port 702)" udp4 \
+    --ping 1 --server-probe --hand-window 40
+why=""
+B_MS="" GAVE_UP=""
+if ! tb_wait_lines "$c" 1 "addresses answered in"; then
+    why="client B logged no probe phase"
+elif ! exec 7<>"/dev/tcp/127.0.0.1/$mport"; then
+    why="no management connection to client A"
+else
+    # the greeting first, then the command, then its answer: a
+    # connection closed before openvpn read the command loses it
+    read -r -t 5 -u 7 _ || true
+    printf 'hold release\n' >&7
+    read -r -t 5 -u 7 _ || true
+    exec 7>&-
+    if ! sc_wait "$a" 10; then
+        why="client A did not connect within ${WAITED}s"
+    elif ! sc_wait "$c" 25; then
+        why="client B did not connect within ${WAITED}s (its --hand-window is 40 s)"
+    else
+        B_MS=$MS
+        GAVE_UP=$(sc_between "$c" "$LINE_SHORTCUT" "$LINE_REFUSED")
+        nfull=$(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log")
+        if [ "$(tb_phase_summary "$c" 1 | sed 's/.*first remote now //')" != "127.0.0.1:$(tb_port 703)" ] &&
+           ! tb_phase_summary "$c" 1 | grep -qF ":$(tb_port 703)"; then
+            why="B's first phase did not rank server 1 first: $(tb_phase_summary "$c" 1)"
+        elif ! has "$c" "$LINE_SHORTCUT"; then
+            why="B did not start the shortened handshake with server 1"
+        elif ! has "$c" "$LINE_FALLBACK"; then
+            why="B did not fall back"
+        elif ! has "$c" "$LINE_REFUSED"; then
+            why="B did not give up on the full server"
+        elif ! has "$c" "SIGUSR1[soft,tls-error]"; then
+            why="no SIGUSR1 tls-error restart"
+        elif [ "$nfull" -lt 2 ]; then
+            why="server 1 refused $nfull third packet(s) for --max-clients, expected the shortcut's and the fallback's"
+        elif [ "$(tb_connected_port "$a")" != "$(tb_port 701)" ]; then
+            why="A connected to $(tb_connected_server "$a"), not server 1"
+        elif [ "$(tb_connected_port "$c")" != "$(tb_port 702)" ]; then
+            why="B connected to $(tb_connected_server "$c"), not server 2"
+        elif [ -z "$GAVE_UP" ] || [ "$GAVE_UP" -gt 15000 ]; then
+            why="B gave up ${GAVE_UP:-?} ms after the shortcut started (fallback, reset and one --tls-timeout: at most 15 s)"
+        fi
+    fi
+fi
+report "a server full since the probe: refused twice ($(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log" 2>/dev/null) --max-clients lines), B gave up on it ${GAVE_UP:-?} ms after the shortcut started and connected to server 2 in ${B_MS:-?} ms (--hand-window 40)" \
+    "$why" "$c" "$s" "$r"
+stop "$a" "$c" "$r" "$s" "$s2"
 
 echo "1..$n"
 echo "# $n checks, $fails failed, $((SECONDS - SC_T0)) s"

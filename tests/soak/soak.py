@@ -59,6 +59,11 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
 LOG_FLOOD = 20 * 1024 * 1024
+# --state-timed: an event of the "session" window (other than a late
+# server's start) waits until every client is connected (or exited), at
+# most HOLD_MAX s past its time; the events after it move with it
+STATE_TIMED = False
+HOLD_MAX = 20.0
 TERM_LIMIT = float(os.environ.get("SOAK_TERM_LIMIT", "1.0"))
 SUBNET = "10.236"
 
@@ -1214,6 +1219,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         t_first_disrupt = None
         ev_log = []                 # (t, kind, patched connected, unpatched connected)
         pending = list(sc["events"])
+        shift = 0.0                 # --state-timed: how long session events waited
         later = []                  # (t, action, ik)
         settle = 1.5
         end_reason = "cap"
@@ -1226,7 +1232,14 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     cl.rc = cl.proc.p.returncode
                     cl.exit_t = t
                     run.note("%s exited by itself, rc %s" % (cl.role, cl.rc))
-            while pending and pending[0]["t"] <= t:
+            while pending and pending[0]["t"] + shift <= t:
+                ev0 = pending[0]
+                if STATE_TIMED and ev0.get("window") == "session" and ev0["kind"] != "start" \
+                        and not all(cl.state_connected or cl.rc is not None for cl in clients) \
+                        and t < ev0["t"] + HOLD_MAX:
+                    # in the session: after the connections, not before
+                    shift = t - ev0["t"]
+                    break
                 if pending[0]["kind"] in ("cli-usr1", "cli-hup") and \
                         not all(cl.started or cl.rc is not None for cl in clients):
                     # a signal before openvpn installed its handlers would
@@ -1281,23 +1294,26 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             # non-working addresses cost it: else the oracles cannot apply)
             if not pending and not later and cp.state_connected and t >= t_stable + settle and t >= 2.5 \
                     and (cb.state_connected or cb.rc is not None
-                         or t >= min(pl["cap"], pl["nongood_b"] + pl["phase"] + 5.0)):
+                         or t >= min(pl["cap"] + shift, pl["nongood_b"] + pl["phase"] + 5.0)):
                 end_reason = "patched connected, events done"
                 break
             after = [pt for pt in cp.phase_t if pt > t_stable]
             if all(ik in down for ik in pl["good"]) and not pending \
-                    and all(x[0] > pl["cap"] for x in later) \
+                    and all(x[0] > pl["cap"] + shift for x in later) \
                     and len(after) >= 2 and t >= after[1] + 2.5:
                 # nothing can connect (now and until the cap): two phases
                 # after the last event (start or reconnect, and the
                 # re-probe after "every remote failed") ran, 2.5 s passed
                 end_reason = "nothing to connect to, re-probe done"
                 break
-            if t >= pl["cap"]:
+            if t >= pl["cap"] + shift:
                 break
             time.sleep(0.05)
         t_end = time.monotonic() - run.t0
         run.note("end of run (%s) at %.2fs" % (end_reason, t_end))
+        if shift > 0:
+            run.note("state-timed: the session events came %.2fs after their time, "
+                     "when the clients were connected" % shift)
 
         # ------------------------------------------------ SIGTERM, exit
         for cl in clients:
@@ -1605,7 +1621,7 @@ def replay_cmd(seed, bins):
     if bins["client_orig"] != default_bin() or os.environ.get("SOAK_BIN"):
         b = bins["client_orig"]
         env = "SOAK_BIN=%s " % (os.path.relpath(b, TOP) if b.startswith(TOP + os.sep) else b)
-    return "%s%s --seed %d --verbose" % (env, REL, seed)
+    return "%s%s --seed %d --verbose%s" % (env, REL, seed, " --state-timed" if STATE_TIMED else "")
 
 
 def describe(sc):
@@ -1718,6 +1734,8 @@ def run_jobs(a):
             argv += ["--first-seed", str(a.first_seed + k)]
         if a.uniform:
             argv.append("--uniform")
+        if a.state_timed:
+            argv.append("--state-timed")
         if a.verbose:
             argv.append("--verbose")
         env = dict(os.environ, SOAK_WORKER=str(k))
@@ -1771,6 +1789,9 @@ def main():
     ap.add_argument("--stop-on-fail", action="store_true",
                     help="stop at the first failing scenario (the self-test's search)")
     ap.add_argument("--results", default=None)
+    ap.add_argument("--state-timed", action="store_true",
+                    help="session events wait for the clients' connections (at most %d s)"
+                    % HOLD_MAX)
     ap.add_argument("--first-seed", type=int, default=None,
                     help="--minutes: seed of the seed generator (default: random)")
     ap.add_argument("--uniform", action="store_true",
@@ -1779,6 +1800,8 @@ def main():
                     help="--minutes: run N soaks side by side, each in its own namespaces "
                          "(default SOAK_JOBS or 1); one table for all")
     a = ap.parse_args()
+    global STATE_TIMED
+    STATE_TIMED = a.state_timed
     if a.minutes and a.jobs > 1 and not os.environ.get("SOAK_WORKER"):
         return run_jobs(a)
 
