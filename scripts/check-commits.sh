@@ -10,6 +10,7 @@
 #   make check-commits
 #   [BASE=NAME] scripts/check-commits.sh   (scripts/base.sh; default 2.6)
 #   CHECK_LAST=N scripts/check-commits.sh  (only the last N commits)
+#   CHECK_FROM=N CHECK_TO=M scripts/check-commits.sh  (commits N..M)
 # With CHECK_CMAKE=1 (the default for a base whose tree has CMakeLists.txt
 # with unit tests, i.e. master) every commit is also built with CMake
 # (-DUNSUPPORTED_BUILDS=ON on Linux) and its unit tests run with ctest.
@@ -37,7 +38,9 @@ if [ -z "$cmake" ]; then
 fi
 # CHECK_LAST=N: only the last N commits (the build directory of the
 # previous run makes the first of them an incremental build)
-for c in $(git -C "$wt" rev-list --reverse upstream..HEAD | tail -n "${CHECK_LAST:-+1}"); do
+# CHECK_FROM=N CHECK_TO=M: only commits N..M of the series (1-based)
+for c in $(git -C "$wt" rev-list --reverse upstream..HEAD | tail -n "${CHECK_LAST:-+1}" |
+           sed -n "${CHECK_FROM:-1},${CHECK_TO:-\$}p"); do
     subj=$(git -C "$wt" log -1 --format=%s "$c")
     log="$out/$(git -C "$wt" rev-parse --short "$c").log"
     rm -rf "$out/tree"

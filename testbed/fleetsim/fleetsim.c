@@ -30,11 +30,13 @@
  *    the third packet with the first server, falls back to a normal
  *    handshake after max(2 s, 4 RTT + 0.5 s) (at most 5 s), and after
  *    --hand-window 60 s moves to the next remote of the ranking; when the
- *    fallback's reset is answered and its third packet is not (a server
- *    that filled up since the probe), the client gives up on the server
+ *    reset of a normal handshake (the fallback's or any other) is
+ *    answered and its third packet is not (a full server), the client
+ *    gives up on the server
  *    after --tls-timeout 2 s + 2 RTT + 2 s (whole seconds, at most 5 s:
- *    the master series' rule), waits the restart's 1 s and probes again
- *    ("probe-pre" has neither the budget nor this rule);
+ *    the master series' rule), waits the restart's 1 s and takes the
+ *    next remote of the ranking ("probe-pre" has neither the budget nor
+ *    this rule);
  *  - "pre" is the series before issue 25: probes spend the handshake
  *    budget (a probe to a spent budget gets no reply);
  *  - every probing client has --remote-random (what a provider's list of
@@ -182,7 +184,7 @@ struct client
     struct oob_rank_entry e[MAXS];
     int retx;
     int shortcut;
-    double fell_back; /* when the shortcut fell back (0: it did not) */
+    double fell_back; /* watched handshake: when its reset went out (0: none) */
     int refused;      /* times it gave up on a server that filled up */
 };
 
@@ -279,6 +281,9 @@ try_connect(int c, double t)
     {
         push(t + r / 2, EV_RESET_AT_SERVER, c, s, k->gen, 0, 0);
         push(t + 2, EV_RETX, c, s, k->gen, 0, 0);
+        /* the series watches a normal handshake for a refused third
+         * packet (tls_multi_watch_refusal()) */
+        k->fell_back = var >= V_PROBE ? t : 0;
     }
     push(t + 60, EV_GIVEUP, c, s, k->gen, 0, 0);
 }
@@ -588,10 +593,12 @@ run(const char *scenario, double spread, int max_clients, double until)
                 {
                     break;
                 }
-                /* a TLS error: restart, probe again */
-                k->gen++;
+                /* a TLS error, as at the end of --hand-window: the next
+                 * remote of the ranking (a phase runs once per pass) */
                 k->refused++;
-                push(e.t + 1.0, EV_START, e.c, 0, k->gen, 0, 0);
+                k->pos++;
+                k->shortcut = 0;
+                try_connect(e.c, e.t + 1.0);
                 break;
 
             case EV_GIVEUP:

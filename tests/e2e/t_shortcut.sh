@@ -47,6 +47,13 @@
 #      server 1 ("takes no new clients", a TLS error: SIGUSR1)
 #      and connects to server 2 within 20 s, far from its --hand-window
 #      of 40 s (the series before this waited the whole window there).
+#  7b. the same full server, now silent to probes, and a live server
+#      that does not answer probes (--server-probe-reply off): client C
+#      probes, nothing answers, it keeps the configured order and starts
+#      a normal handshake with the full server; the reset is answered,
+#      the third packet refused: C gives up on it within one
+#      --tls-timeout and a few round trips and connects to the other
+#      server (--hand-window 40 s; the series before waited it out).
 # Exit 0 pass, 1 fail, 77 skip. Takes about 50 s (waits capped at 210 s).
 set -u
 : "${TB_PORT_BASE:=25000}"
@@ -528,7 +535,42 @@ else
 fi
 report "a server full since the probe: refused twice ($(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log" 2>/dev/null) --max-clients lines), B gave up on it ${GAVE_UP:-?} ms after the shortcut started and connected to server 2 in ${B_MS:-?} ms (--hand-window 40)" \
     "$why" "$c" "$s" "$r"
-stop "$a" "$c" "$r" "$s" "$s2"
+stop "$c" "$r" "$s2"
+
+# ---------------------------------------------------------------- 7b.
+# server 1 ($s) is still full with client A
+s3=s7c c=c7c
+tb_server "$s3" "$(tb_port 704)" -- --ping 1 --server-probe-reply off
+nfull0=$(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log")
+tb_client "$c" -- --remote 127.0.0.1 "$(tb_port 701)" udp4 --remote 127.0.0.1 "$(tb_port 704)" udp4 \
+    --ping 1 --server-probe --hand-window 40
+why=""
+C_MS="" GAVE_UP=""
+if ! tb_is_connected "$a"; then
+    why="client A is no longer connected to server 1 (it must stay full)"
+elif ! sc_wait "$c" 25; then
+    why="client C did not connect within ${WAITED}s (its --hand-window is 40 s)"
+else
+    C_MS=$MS
+    GAVE_UP=$(sc_between "$c" "addresses answered in" "$LINE_REFUSED")
+    nfull=$(( $(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log") - nfull0 ))
+    if ! tb_phase_summary "$c" 1 | grep -q "^0 of 2 addresses answered"; then
+        why="C's phase: $(tb_phase_summary "$c" 1), expected no answer"
+    elif has "$c" "$LINE_SHORTCUT"; then
+        why="C started a shortened handshake without a reply"
+    elif ! has "$c" "$LINE_REFUSED"; then
+        why="C did not give up on the full server"
+    elif [ "$nfull" -lt 1 ]; then
+        why="server 1 refused no third packet of C for --max-clients"
+    elif [ "$(tb_connected_port "$c")" != "$(tb_port 704)" ]; then
+        why="C connected to $(tb_connected_server "$c"), not server 3"
+    elif [ -z "$GAVE_UP" ] || [ "$GAVE_UP" -gt 10000 ]; then
+        why="C gave up ${GAVE_UP:-?} ms after its phase (reset, one --tls-timeout and a few RTTs: at most 10 s)"
+    fi
+fi
+report "a full server silent to the probe: C tried it first (no server answered), gave up on it ${GAVE_UP:-?} ms after its phase and connected to server 3 in ${C_MS:-?} ms (--hand-window 40)" \
+    "$why" "$c" "$s" "$s3"
+stop "$a" "$c" "$s" "$s3"
 
 echo "1..$n"
 echo "# $n checks, $fails failed, $((SECONDS - SC_T0)) s"
