@@ -1096,13 +1096,18 @@ def attempts(lines, until, since=0.0):
     return [m.group(1) for t, line in lines if since <= t < until for m in [RE_ATTEMPT.search(line)] if m]
 
 
-def phase_gaps(lines, has_udp):
+def phase_gaps(lines, has_udp, ports=None):
     """(missing, wrong): restarts (and the start) followed by a connection
-    attempt with no phase between them; first attempts after a phase that
-    went elsewhere than the phase's first place (when that answered)"""
+    attempt with no phase between them; with PORTS (the port of every
+    remote in the list, one per remote), an attempt that repeats an
+    address after every remote was tried without a session coming up,
+    with no phase ("every remote failed") between; first attempts after a
+    phase that went elsewhere than the phase's first place (when that
+    answered)"""
     missing, wrong = [], []
     if not has_udp:
         return missing, wrong
+    tried, tried_hp = set(), set()   # since the last phase or session
     need = "at start"       # a pass began: a phase must come before the attempt
     place1 = None           # the answered first place of the last phase
     fresh = False           # no attempt since that phase yet
@@ -1111,6 +1116,8 @@ def phase_gaps(lines, has_udp):
     for t, line in lines:
         if "Initialization Sequence Completed" in line:
             connected = True
+            tried.clear()
+            tried_hp.clear()
             continue
         if "received, process restarting" in line:
             # a failed attempt goes on to the next remote of the same
@@ -1122,6 +1129,8 @@ def phase_gaps(lines, has_udp):
             continue
         if RE_PHASE.search(line):
             need, place1, fresh, preserved = None, None, True, False
+            tried.clear()
+            tried_hp.clear()
             continue
         m = RE_PLACE1.search(line)
         if m and fresh:
@@ -1136,6 +1145,14 @@ def phase_gaps(lines, has_udp):
         if need:
             missing.append("no phase %s before the attempt at %.1fs to %s" % (need, t, m.group(1)))
             need = None
+        hp = m.group(1)
+        if ports and ports <= tried and hp in tried_hp:
+            missing.append("no phase after every remote failed (%d remotes tried) before the "
+                           "attempt at %.1fs to %s again" % (len(ports), t, hp))
+            tried.clear()
+            tried_hp.clear()
+        tried.add(int(hp.rpartition(":")[2]))
+        tried_hp.add(hp)
         if fresh and place1 and not preserved and m.group(1) != place1:
             wrong.append("at %.1fs the first attempt after the phase went to %s, its first place %s"
                          % (t, m.group(1), place1))
@@ -1421,7 +1438,11 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # (unless management chooses: --management-query-remote, or the
         # address upstream preserves)
         has_udp = any(rem["proto"] == "udp" for rem in sc["remotes"])
-        miss, wrong = phase_gaps(cp.lines, has_udp)
+        # (with --persist-remote-ip the next pass starts at the preserved
+        # address, failed or not: no "every remote failed" phase to ask for)
+        miss, wrong = phase_gaps(cp.lines, has_udp,
+                                 None if c["persist_remote_ip"]
+                                 else {rem["port"] for rem in sc["remotes"]})
         check("a phase before each pass", None if not has_udp else not miss,
               "; ".join(miss[:3]))
         check("first attempt after a phase at its first place",
