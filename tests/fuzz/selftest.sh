@@ -8,7 +8,9 @@
 #
 #   fuzz_oob         oob    oob.c: a TLV may run 4 bytes past the payload
 #   fuzz_oob_server  leak   ssl_pkt.c tls_oob_probe_reply(): leaks 32 bytes
-#                           when the probe's session id starts with 0x42
+#                           when the probe's session id starts with 0x4?
+#                           (one in 16: with one in 256 (0x42), master's
+#                           CI run of 2026-12-02 missed it in 40 s)
 #   fuzz_oob_server  mudp   mudp.c probe_reply_possible(): with
 #                           --server-probe-reply off, a probe is still
 #                           answered when the server's clock is even (only
@@ -74,7 +76,7 @@ plant("oob.c", "if (BLEN(buf) < len)",
       "if (BLEN(buf) + (fuzz_plant_oob_c(\"oob\") ? 4 : 0) < len) /* DELIBERATE BUG */")
 plant("ssl_pkt.c", "    reply.peer_session_id = state->peer_session_id;\n",
       "    reply.peer_session_id = state->peer_session_id;\n"
-      "    if (fuzz_plant_ssl_pkt_c(\"leak\") && state->peer_session_id.id[0] == 0x42) /* DELIBERATE BUG */\n"
+      "    if (fuzz_plant_ssl_pkt_c(\"leak\") && (state->peer_session_id.id[0] & 0xf0) == 0x40) /* DELIBERATE BUG */\n"
       "    {\n        struct buffer leak = alloc_buf(32);\n"
       "        buf_write_u8(&leak, 1);\n    }\n")
 plant("mudp.c", "if (m->probe_reply.off)",
