@@ -186,6 +186,7 @@ struct client
     int shortcut;
     double fell_back; /* watched handshake: when its reset went out (0: none) */
     int refused;      /* times it gave up on a server that filled up */
+    uint64_t full;    /* the servers it gave up on since its last pass */
 };
 
 static struct server srv[MAXS];
@@ -257,6 +258,7 @@ try_connect(int c, double t)
          * --connect-retry, the series probes again) */
         k->pos = 0;
         k->gen++;
+        k->full = 0;
         if (var >= V_PRE)
         {
             push(t + 1.0, EV_START, c, 0, k->gen, 0, 0);
@@ -356,6 +358,12 @@ phase_end(int c, double t)
     for (int i = 0; i < n_srv; i++)
     {
         e[i] = k->e[perm[i]];
+        if (var >= V_PROBE && (k->full >> perm[i]) & 1)
+        {
+            /* it took no new client in this pass (oob_client_rank()) */
+            e[i].priority = UINT16_MAX;
+            e[i].refused = e[i].refused || !e[i].answered;
+        }
     }
     oob_rank(e, n_srv, -1, &rng, order);
     k->n_order = n_srv;
@@ -468,7 +476,17 @@ run(const char *scenario, double spread, int max_clients, double until)
                 }
                 double done = cpu(e.s, e.t, c_reply);
                 count_reply(e.s, done);
-                uint16_t w = v->load ? oob_load_weight(v->max_clients, v->clients) : v->weight;
+                uint16_t w = v->weight;
+                if (v->load)
+                {
+                    /* oob_server_weight(): the free slots, and what is
+                     * left of the handshake budget in its period */
+                    w = oob_load_weight(v->max_clients, v->clients);
+                    if (e.t <= v->hs_start + v->hs_period)
+                    {
+                        w = oob_budget_weight(w, v->hs_max, v->hs_count);
+                    }
+                }
                 push_aux = e.w; /* which send it answers */
                 push(done + rtt(e.c, e.s) / 2, EV_REPLY_AT_CLIENT, e.c, e.s, e.gen, w, v->prio);
                 break;
@@ -593,12 +611,15 @@ run(const char *scenario, double spread, int max_clients, double until)
                 {
                     break;
                 }
-                /* a TLS error, as at the end of --hand-window: the next
-                 * remote of the ranking (a phase runs once per pass) */
+                /* a TLS error, as at the end of --hand-window; the
+                 * ranking is stale: a new phase, the full server last
+                 * (master series: "oob_client: probe again after a server
+                 * took no new client") */
                 k->refused++;
-                k->pos++;
                 k->shortcut = 0;
-                try_connect(e.c, e.t + 1.0);
+                k->full |= (uint64_t)1 << e.s;
+                k->gen++;
+                push(e.t + 1.0, EV_START, e.c, 0, k->gen, 0, 0);
                 break;
 
             case EV_GIVEUP:

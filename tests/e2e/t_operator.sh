@@ -18,7 +18,12 @@
 #   (d) counters: every drop reason that can be provoked (wrap, malformed,
 #       timestamp, rate-limit, off, full) moves its own counter by exactly
 #       the number of probes sent, and nothing else moves;
-#   (e) the command on a TCP server is refused as unsupported.
+#   (e) the command on a TCP server is refused as unsupported;
+#   (f) --server-probe-reply 0 load with --max-clients 20 and
+#       --connect-freq-initial 10 300: the weight is 20, 10 after five
+#       resets that never complete (half the budget), 0 after ten; the
+#       management command shows weight=load:10 (the series before this
+#       advertised 20 throughout).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -324,6 +329,22 @@ check "TCP server: '$line'" \
 line=$(mgmt "$M_T" server-probe-reply stats)
 check "TCP server, stats: '$line'" \
     test "$line" = "ERROR: The 'server-probe-reply' command is not supported by the current daemon mode"
+
+# ------------------------------------------------------------------ (f)
+tb_log "(f) the load-aware weight follows the handshake budget"
+P_L=$(tb_port 8) M_L=$(tb_port 508)
+tb_server sl "$P_L" -- --management 127.0.0.1 "$M_L" --max-clients 20 \
+    --connect-freq-initial 10 300 --server-probe-reply 0 load
+expect_reply "load, budget untouched" "$(probe "127.0.0.1:$P_L")" 0 20 100
+# resets that never complete a handshake spend the budget (and never give
+# a unit back): each one takes a tenth of it
+for i in 1 2 3 4 5; do "${PT[@]}" reset --target "127.0.0.1:$P_L" >/dev/null; done
+expect_reply "load, 5 of 10 handshakes spent" "$(probe "127.0.0.1:$P_L")" 0 10 100
+line=$(mgmt "$M_L" server-probe-reply)
+check "management shows the weight in effect: '$line'" \
+    grep -q "weight=load:10," <<<"$line"
+for i in 1 2 3 4 5; do "${PT[@]}" reset --target "127.0.0.1:$P_L" >/dev/null; done
+expect_reply "load, budget spent" "$(probe "127.0.0.1:$P_L")" 0 0 100
 
 echo "1..$n"
 echo "# $n checks, $fails failed, $(( $(date +%s) - T0 )) s"

@@ -54,7 +54,13 @@
 #      the third packet refused: C gives up on it within one
 #      --tls-timeout and a few round trips and connects to the other
 #      server (--hand-window 40 s; the series before waited it out).
-# Exit 0 pass, 1 fail, 77 skip. Takes about 50 s (waits capped at 210 s).
+#  7c. two servers (--max-clients 1, priority 1) fill up after client
+#      D's probe, a third has room (priority 5): D gives up on the first
+#      full one, probes again ("a server took no new client": the full
+#      ones are silent now), ranks the third first and connects to it,
+#      with one refusal only (the series before took the next remote of
+#      the stale ranking, the other full server, and was refused twice).
+# Exit 0 pass, 1 fail, 77 skip. Takes about 70 s (waits capped at 210 s).
 set -u
 : "${TB_PORT_BASE:=25000}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -571,6 +577,64 @@ fi
 report "a full server silent to the probe: C tried it first (no server answered), gave up on it ${GAVE_UP:-?} ms after its phase and connected to server 3 in ${C_MS:-?} ms (--hand-window 40)" \
     "$why" "$c" "$s" "$s3"
 stop "$a" "$c" "$s" "$s3"
+
+# ---------------------------------------------------------------- 7c.
+# two servers fill up after D's probe, a third has room but a worse
+# priority: D gives up on the first full one, probes again (the full ones
+# are silent now) and connects to the third without trying the other full
+# one (the series before took the next remote of the stale ranking: a
+# second refusal, one --tls-timeout and a few round trips more)
+sx=s7d sy=s7e sz=s7f rx=r7d ry=r7e fx=c7d fy=c7e d=c7f
+mx=$(tb_port 716) my=$(tb_port 717)
+tb_server "$sx" "$(tb_port 711)" -- --ping 1 --max-clients 1 --server-probe-reply 0 50 1
+tb_server "$sy" "$(tb_port 712)" -- --ping 1 --max-clients 1 --server-probe-reply 0 50 1
+tb_server "$sz" "$(tb_port 713)" -- --ping 1 --server-probe-reply 0 50 5
+tb_relay "$rx" "127.0.0.1:$(tb_port 714)" "127.0.0.1:$(tb_port 711)" --delay-up 800
+tb_relay "$ry" "127.0.0.1:$(tb_port 715)" "127.0.0.1:$(tb_port 712)" --delay-up 800
+tb_client "$fx" -- --remote 127.0.0.1 "$(tb_port 711)" udp4 --ping 1 \
+    --management 127.0.0.1 "$mx" --management-hold
+tb_client "$fy" -- --remote 127.0.0.1 "$(tb_port 712)" udp4 --ping 1 \
+    --management 127.0.0.1 "$my" --management-hold
+tb_client "$d" -- --remote 127.0.0.1 "$(tb_port 714)" udp4 --remote 127.0.0.1 "$(tb_port 715)" udp4 \
+    --remote 127.0.0.1 "$(tb_port 713)" udp4 --ping 1 --server-probe --hand-window 40
+# release the client that waits on management port $1
+sc_release()
+{
+    exec 7<>"/dev/tcp/127.0.0.1/$1" || return 1
+    read -r -t 5 -u 7 _ || true
+    printf 'hold release\n' >&7
+    read -r -t 5 -u 7 _ || true
+    exec 7>&-
+}
+why=""
+D_MS="" NREF=""
+if ! tb_wait_lines "$d" 1 "addresses answered in"; then
+    why="client D logged no probe phase"
+elif ! sc_release "$mx" || ! sc_release "$my"; then
+    why="no management connection to the clients that fill the servers"
+elif ! sc_wait "$fx" 10 || ! sc_wait "$fy" 10; then
+    why="the clients that fill servers 1 and 2 did not connect within ${WAITED}s"
+elif ! sc_wait "$d" 35; then
+    why="client D did not connect within ${WAITED}s (its --hand-window is 40 s)"
+else
+    D_MS=$MS
+    NREF=$(grep -cF "$LINE_REFUSED" "$TB_DIR/$d.log")
+    second=$(tb_phase_summary "$d" 2)
+    if ! tb_phase_summary "$d" 1 | grep -qE "first remote now 127.0.0.1:($(tb_port 714)|$(tb_port 715))\$"; then
+        why="D's first phase did not rank a server with priority 1 first: $(tb_phase_summary "$d" 1)"
+    elif [ "$NREF" != 1 ]; then
+        why="D gave up on $NREF full servers, expected 1 (then a new phase)"
+    elif ! has "$d" "(a server took no new client)"; then
+        why="no probe phase after the refusal"
+    elif ! echo "$second" | grep -qF "first remote now 127.0.0.1:$(tb_port 713)"; then
+        why="the phase after the refusal: ${second:-none}, expected server 3 first"
+    elif [ "$(tb_connected_port "$d")" != "$(tb_port 713)" ]; then
+        why="D connected to $(tb_connected_server "$d"), not server 3"
+    fi
+fi
+report "two servers full since the probe: D gave up on ${NREF:-?} of them, probed again ($(tb_phase_summary "$d" 2 | cut -c1-60)) and connected to server 3 in ${D_MS:-?} ms" \
+    "$why" "$d" "$sx" "$sy"
+stop "$d" "$fx" "$fy" "$rx" "$ry" "$sx" "$sy" "$sz"
 
 echo "1..$n"
 echo "# $n checks, $fails failed, $((SECONDS - SC_T0)) s"
