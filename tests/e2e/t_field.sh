@@ -26,8 +26,10 @@
 #   (g) upstream's sample client.conf (first remote down) and server.conf
 #       (explicit-exit-notify 1), with server-probe / server-probe-reply:
 #       the patched client connects within 3 s, and after its server
-#       stops it is back within the restart pause, the tun's reopening
-#       and the phase's 1 s wait for the stopped server, + 500 ms.
+#       stops it makes one attempt, at the live server, and is back
+#       within the restart pause, the phase's 1 s wait for the stopped
+#       server, the tun's reopening and the handshake (both as the client
+#       measured them: its own clock, not the test's), + 500 ms.
 # Prints the figures (the bench rows). Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -266,7 +268,28 @@ sed -e "s|^remote my-server-1 1194|remote 203.0.113.13 1194\nremote 203.0.113.10
 cp "$G/client.conf" "$G/client-probe.conf"
 printf "\nserver-probe\n" >>"$G/client-probe.conf"
 check "(g) the sample client.conf has the three remotes" test "$(grep -c '^remote ' "$G/client.conf")" = 3
-declare -A GC GB
+declare -A GC GB GR GH GL GS GT
+# sample_client_times NAME: from the client's own log, after its restart:
+# GR ms from the restart (SIGUSR1) to connected, GH ms of the handshake
+# itself (link remote to Peer Connection Initiated), GT ms to reopen the
+# tun (0 if kept), GL the remotes it tried, in order
+sample_client_times()
+{
+    local f="$TB_DIR/$1.log" r h0 h1 c
+    r=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /SIGUSR1\[/ { print; exit }' "$f")
+    h0=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /link remote:/ { l = $0 } END { print l }' "$f")
+    h1=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /Peer Connection Initiated/ { print; exit }' "$f")
+    c=$(grep -F "Initialization Sequence Completed" "$f" | sed -n 2p)
+    r=$(tb__logtime_ns "$r") h0=$(tb__logtime_ns "$h0") h1=$(tb__logtime_ns "$h1") c=$(tb__logtime_ns "$c")
+    [ -n "$r" ] && [ -n "$c" ] && GR[$1]=$(( (c - r) / 1000000 ))
+    [ -n "$h0" ] && [ -n "$h1" ] && GH[$1]=$(( (h1 - h0) / 1000000 ))
+    h0=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && tolower($0) ~ /closing tun\/tap interface/ { print; exit }' "$f")
+    h1=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /TUN\/TAP device .* opened/ { print; exit }' "$f")
+    h0=$(tb__logtime_ns "$h0") h1=$(tb__logtime_ns "$h1")
+    GT[$1]=0
+    [ -n "$h0" ] && [ -n "$h1" ] && GT[$1]=$(( (h1 - h0) / 1000000 ))
+    GL[$1]=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /link remote:/ { printf "%s ", $NF }' "$f")
+}
 sample_case()
 {
     local name=$1 bin=$2 conf=$3 t0 srv s line ns
@@ -279,12 +302,14 @@ sample_case()
     srv=$(tb_connected_server "$name") || { tb_stop "$name"; return; }
     for s in g0 g1; do
         [ "$srv" = "$(cut -d' ' -f1 "$TB_DIR/$s.info"):1194" ] || continue
+        GS[$name]=$srv
         t0=$(date +%s%N)
         tb_stop "$s"
         if fd_wait_lines "$name" 2 "Initialization Sequence Completed" 20 >/dev/null; then
             line=$(grep -F "Initialization Sequence Completed" "$TB_DIR/$name.log" | sed -n 2p)
             ns=$(tb__logtime_ns "$line")
             GB[$name]=$(( (ns - t0) / 1000000 ))
+            sample_client_times "$name"
         fi
         unset "TB_PID[$s]"
         sample_server "$s" "${s#g}"
@@ -296,15 +321,21 @@ sample_case g_base "$TB_BASELINE" client.conf
 sample_case g_probe "$TB_BIN" client-probe.conf
 check "(g) patched: connected past the dead first remote in ${GC[g_probe]:-never} ms (unpatched: ${GC[g_base]:-never (20 s)})" \
     test -n "${GC[g_probe]}" -a "${GC[g_probe]:-99999}" -le 3000
-# the bound: upstream's restart pause, 1 s to reopen the tun when the
-# pulled options changed, the phase's 1 s wait for the stopped server's
-# probe, and 500 ms
+# the bound, on the client's own clock from its restart: upstream's
+# restart pause, the phase's 1 s wait for the stopped server's probe,
+# 500 ms, and what the client measured of the handshake with the live
+# server and of reopening the tun when the pulled options changed (an
+# ASan build on a loaded machine is slow at TLS and at the tun, not at
+# choosing a server)
 GPAUSE=$(sed -n 's/.*Restart pause, \([0-9]*\) second.*/\1/p' "$TB_DIR/g_probe.log" | head -n1)
-GREOPEN=0
-grep -qF "Pulled options changed on restart" "$TB_DIR/g_probe.log" && GREOPEN=1
-GBOUND=$(( (${GPAUSE:-0} + GREOPEN + 1) * 1000 + 500 ))
-check "(g) patched: back on the live server ${GB[g_probe]:-never} ms after its server stopped (bound $GBOUND ms: restart pause ${GPAUSE:-0} s, tun reopened $GREOPEN)" \
-    test -n "${GB[g_probe]}" -a "${GB[g_probe]:-99999}" -le "$GBOUND"
+GREOPEN=${GT[g_probe]:-0}
+GBOUND=$(( (${GPAUSE:-0} + 1) * 1000 + 500 + GREOPEN + ${GH[g_probe]:-0} ))
+tb_log "g_probe: ${GB[g_probe]:-never} ms from the server's stop; on the client's clock ${GR[g_probe]:-never} ms from its restart, handshake ${GH[g_probe]:-?} ms; remotes tried: ${GL[g_probe]:-none}"
+GTRIED=$(echo ${GL[g_probe]})
+check "(g) patched: after its server ${GS[g_probe]:-?} stopped, one attempt, at the live one (tried: ${GTRIED:-none})" \
+    test -n "${GS[g_probe]}" -a "$(echo $GTRIED | wc -w)" = 1 -a "${GTRIED#*]}" != "${GS[g_probe]}" -a "${GTRIED#*]}" != 203.0.113.13:1194
+check "(g) patched: back on the live server ${GR[g_probe]:-never} ms after its restart (bound $GBOUND ms: restart pause ${GPAUSE:-0} s, tun reopened in $GREOPEN ms, handshake ${GH[g_probe]:-?} ms)" \
+    test -n "${GR[g_probe]}" -a "${GR[g_probe]:-99999}" -le "$GBOUND"
 check "(g) the client's routes are as before" test "$(fd_routes)" = "$ROUTES0"
 
 echo "# | case (ms from the kill; from the client's ping-restart) | unpatched | patched |"
