@@ -11,6 +11,9 @@
 #                               -> build/bin/openvpn-small
 #   scripts/build.sh nomem      the series before the probe memory (for the
 #                               bench) -> build/bin/openvpn-nomem
+#   scripts/build.sh prereconnect  the series before its reconnect fixes
+#                               (issue 24; a planted fault of the soak's
+#                               self-test) -> build/bin/openvpn-prereconnect
 # (the variants are builds upstream's CI makes; each has its own copy in
 # build/obj/<variant>)
 #
@@ -78,8 +81,23 @@ case "$which" in
         fi
         out="$top/build/bin/openvpn$sfx-nomem"
         ;;
+    prereconnect)
+        # the series before its reconnect fixes (the parent of the commit
+        # that probes around the tunnel after a reconnect): the soak's
+        # self-test must catch it (issue 26)
+        first=$(git -C "$wt" log --format=%H -1 --grep='^oob_client: probe and connect around the tunnel' upstream..HEAD)
+        [ -n "$first" ] || { echo "build[prereconnect]: no reconnect fix in the series" >&2; exit 1; }
+        rev=$(git -C "$wt" rev-parse "$first^")
+        if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
+            rm -rf "$src"
+            mkdir -p "$src"
+            git -C "$wt" archive "$rev" | tar -x -C "$src"
+            echo "$rev" > "$obj/rev"
+        fi
+        out="$top/build/bin/openvpn$sfx-prereconnect"
+        ;;
     *)
-        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem" >&2
+        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem|prereconnect" >&2
         exit 2
         ;;
 esac

@@ -122,8 +122,11 @@ def parse_target(s):
     else:
         host, _, port = s.rpartition(":")
     ip = ipaddress.ip_address(host)
-    if not ip.is_loopback:
-        raise SystemExit("pktgen: only loopback targets are allowed, not %s" % host)
+    # loopback, or the benchmarking range (RFC 2544, never routed) that
+    # the soak's routed scenarios give their servers in a namespace of
+    # their own
+    if not (ip.is_loopback or (ip.version == 4 and ip in ipaddress.ip_network("198.18.0.0/15"))):
+        raise SystemExit("pktgen: only loopback or 198.18.0.0/15 targets are allowed, not %s" % host)
     return (socket.AF_INET6 if ip.version == 6 else socket.AF_INET), host, int(port)
 
 

@@ -540,15 +540,19 @@ done
 
 # the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's
 # CHECK_SEEDS (2,3,5,15,18,19,20,26,38,47,74,75,84,85,89,100,107,109,122,
-# 127,129,133), about 3.5 minutes; seeds 2, 5, 15, 19, 20, 26 and 38 crash
-# (SIGSEGV) build/bin/openvpn-v2: the re-probe after "every remote failed"
-# on a name with 2-3 dead addresses, and the re-probe after a ping-restart;
-# 74, 84, 100 and 133 trapped the client on one failing address of a name
+# 127,129,133,432531,6206077,150; 2, 18-20, 100, 127, 150 and 6206077 in
+# the routed topology), about 5 minutes; seeds 2, 5, 15, 19, 20, 26 and 38
+# crash (SIGSEGV) build/bin/openvpn-v2: the re-probe after "every remote
+# failed" on a name with 2-3 dead addresses, and the re-probe after a
+# ping-restart; 74, 84, 100 and 133 trapped the client on one failing
+# address of a name; 150 is issue 24's field bug (routed, --persist-tun)
 step soak 900 "$top/tests/soak/soak.py" --check
 # the soak's self-test: faults planted in wrappers of the same client (it
-# ignores --server-probe, exits by itself after 3 s, starts 6 s late) must
-# each fail a check of the soak on the seeds 2,3 (about 1 minute)
-step soak/self-test 300 "$top/tests/soak/self_test.py"
+# ignores --server-probe, exits by itself after 3 s, starts 6 s late) and
+# the series before its reconnect fixes (scripts/build.sh prereconnect)
+# must each fail a check of the soak on their seeds (about 2 minutes)
+step soak/prereconnect-build 900 "$top/scripts/build.sh" prereconnect
+step soak/self-test 420 "$top/tests/soak/self_test.py"
 
 # the master series' fuzz targets and their self-test (while its lane
 # runs its e2e tests)

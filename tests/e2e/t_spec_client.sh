@@ -26,6 +26,9 @@
 #       one wins and carries the connection; the unresolved name is
 #       ranked behind it; the TCP and the proxied remote are not probed
 #       and keep their positions (management remote-entry-get all);
+#   (c2) no address answers, the name's first address refused (closed
+#       port), its second live but silent (--server-probe-reply off): the
+#       connection tries the second first (not --connect-timeout later);
 #   (d) the phase deadline: with a dead target the phase takes 0.9-1.5 s;
 #       when every target answers it ends within the slowest RTT + 150 ms;
 #   (e) the shortcut over IPv6 ([::1] server and relay);
@@ -273,6 +276,38 @@ fi
 report "multi.test: both addresses probed, the live one (127.0.0.3) wins in ${ms:-?} ms; unres.test ranked behind it; TCP and proxied remotes not probed, positions kept ([${entries:-?}])" \
     "$why" cc
 tb_stop cc; tb_stop rdead; tb_stop rlive; tb_stop rproxied; tb_stop rsocks; tb_stop sc
+
+# (c2) no address answers; the resolver's first address of the name is
+# refused (nothing listens: ICMP port unreachable), its second is a live
+# server that does not answer probes (--server-probe-reply off): the
+# connection tries the live one first, not after --connect-timeout 10 s
+# on the refused one
+tb_log "(c2) a name whose first address is refused, its second silent but live"
+SO=$(tb_port 26) PO=$(tb_port 27)
+tb_server so "$SO" -- --ping 1 --server-probe-reply off
+tb_relay rsilent "127.0.0.5:$PO" "127.0.0.1:$SO"
+printf '127.0.0.4 order.test\n127.0.0.5 order.test\n' >>"$TB_DIR/hosts"
+tb_client co --bin "$TB_DIR/patched-hosts" -- --remote order.test "$PO" udp4 --server-probe \
+    --connect-timeout 10 --ping 1
+why=""
+if ! ms=$(tb_wait_connected co 30 2>/dev/null); then
+    why="did not connect"
+else
+    first=$(grep -m1 -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/co.log")
+    l4=$(rank co "[AF_INET]127.0.0.4:$PO")
+    if ! like "$l4" "* refused place=1"; then
+        why="127.0.0.4 not ranked as refused: '$l4'"
+    elif ! has co "no address of order.test answered: trying the refused ones last"; then
+        why="no 'trying the refused ones last' line"
+    elif [ "$first" != "link remote: [AF_INET]127.0.0.5:$PO" ]; then
+        why="the first attempt went to '${first#link remote: }', not 127.0.0.5:$PO"
+    elif [ "$ms" -gt 5000 ]; then
+        why="connected in $ms ms (> 5000)"
+    fi
+fi
+report "order.test: the refused 127.0.0.4 is tried last, the silent live 127.0.0.5 first: connected in ${ms:-?} ms" \
+    "$why" co
+tb_stop co; tb_stop rsilent; tb_stop so
 
 # ------------------------------------------------------------------ (d)
 tb_log "(d) the probe phase: deadline with a dead target, early end when all answered"

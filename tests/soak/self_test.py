@@ -6,10 +6,13 @@ soak must catch each one, as the fuzz self-test does for the fuzz targets:
   noprobe   the client ignores --server-probe (the options are dropped)
   exit1     the client exits by itself 3 s after its start (status 1)
   late6     the client starts 6 s late
+  prereconnect  the series before its reconnect fixes (issue 24), a build
+            of its own: scripts/build.sh prereconnect
 
-  self_test.py            fast: each fault on the seeds of SELFTEST_SEEDS
-                          (default 2,3); every fault must fail a check
-                          (not the harness) on at least one of them
+  self_test.py            fast: each fault on its seeds (SELFTEST_SEEDS,
+                          default 2,3; prereconnect: FAST_SEEDS below);
+                          every fault must fail a check (not the harness)
+                          on at least one of them
   self_test.py --minutes N   search: new seeds for each fault until one
                           fails (at most N minutes per fault); prints the
                           seed, the check that caught it and the time
@@ -66,6 +69,19 @@ import os, sys, time
 time.sleep(6)
 os.execv("%(bin)s", ["%(bin)s"] + sys.argv[1:])
 ''',
+    "prereconnect": '''#!/bin/bash
+# planted fault: the series before its reconnect fixes (a real build)
+exec %(prereconnect)s "$@"
+''',
+}
+
+# faults that only show in some scenarios: the seeds of the fast run
+# (found with --minutes; the closing note of issue 26 lists the search)
+FAST_SEEDS = {
+    # 7902679: loopback, found by --minutes 10 in 429 s ("a phase before
+    # each pass"); 150: routed, --persist-tun, the connected server
+    # stopped for 60 s ("connected within the bound")
+    "prereconnect": "7902679,150",
 }
 
 
@@ -102,20 +118,27 @@ def main():
     if not os.access(binpath, os.X_OK):
         print("SKIP: %s is not built" % os.path.relpath(binpath, soak.TOP))
         return 77
+    prereconnect = os.path.join(soak.TOP, "build", "bin", "openvpn-prereconnect")
     tmp = tempfile.mkdtemp(prefix="soak-selftest.")
     fails = 0
     try:
         for name in a.faults.split(","):
             w = os.path.join(tmp, "client-" + name)
+            if name == "prereconnect" and not os.access(prereconnect, os.X_OK):
+                print("SKIP: %s is not built (scripts/build.sh prereconnect)"
+                      % os.path.relpath(prereconnect, soak.TOP))
+                if soak.in_ci():
+                    fails += 1
+                continue
             with open(w, "w") as f:
-                f.write(WRAPPERS[name] % {"bin": binpath})
+                f.write(WRAPPERS[name] % {"bin": binpath, "prereconnect": prereconnect})
             os.chmod(w, 0o755)
             env = dict(os.environ, SOAK_OUT=os.path.join(soak.OUT, "selftest-" + name))
             t0 = time.monotonic()
             if a.minutes:
                 args = ["--minutes", str(a.minutes), "--stop-on-fail"]
             else:
-                args = ["--seeds", os.environ.get("SELFTEST_SEEDS", "2,3")]
+                args = ["--seeds", FAST_SEEDS.get(name) or os.environ.get("SELFTEST_SEEDS", "2,3")]
             rc, out = run_soak(w, args, env)
             dt = time.monotonic() - t0
             if rc == 77:
