@@ -310,12 +310,22 @@ def gen_topology(seed, sc):
     if not routed:
         return None
     topo = {"persist_tun": r.random() < 0.67}
+    set_addresses(sc, "127.0.0.", ROUTED_NET + ".")
+    return topo
+
+
+def set_addresses(sc, old, new):
+    """move a scenario's server addresses (and what its memory file says
+    of them) from the prefix old to new"""
     for rem in sc["remotes"]:
         for a in rem["addrs"]:
-            a["ip"] = a["ip"].replace("127.0.0.", ROUTED_NET + ".")
-        if rem["host"].startswith("127.0.0."):
-            rem["host"] = rem["host"].replace("127.0.0.", ROUTED_NET + ".")
-    return topo
+            a["ip"] = a["ip"].replace(old, new)
+        if rem["host"].startswith(old):
+            rem["host"] = rem["host"].replace(old, new)
+    for m in sc["client"].get("memory") or []:
+        m["addr"] = m["addr"].replace(old, new)
+        if m["host"].startswith(old):
+            m["host"] = m["host"].replace(old, new)
 
 
 def gen_memory(seed, sc):
@@ -1775,6 +1785,102 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
 # main
 # ====================================================================
 
+def reductions(sc):
+    """smaller variants of a scenario, one change each: (what, scenario)"""
+    def copy():
+        return json.loads(json.dumps(sc))
+
+    # an event less (a late server's start: it starts with the others)
+    for j, ev in enumerate(sc["events"]):
+        n = copy()
+        del n["events"][j]
+        if ev["kind"] == "start" and ev.get("target"):
+            i, k = ev["target"]
+            n["remotes"][i]["addrs"][k].pop("late", None)
+        yield "without event %d (%s at %.1fs)" % (j, ev["kind"], ev["t"]), n
+    # a remote less
+    for i in range(len(sc["remotes"])):
+        if len(sc["remotes"]) < 2:
+            break
+        n = copy()
+        del n["remotes"][i]
+        evs = []
+        for ev in n["events"]:
+            tgt = ev.get("target")
+            if tgt and tgt[0] == i:
+                continue
+            if tgt and tgt[0] > i:
+                tgt[0] -= 1
+            evs.append(ev)
+        n["events"] = evs
+        n["client"]["skip"] = [x - (x > i) for x in n["client"]["skip"] if x != i]
+        if n["client"]["skip"] and len(n["client"]["skip"]) >= len(n["remotes"]):
+            continue        # management never SKIPs every remote
+        yield "without remote %d (%s)" % (i, sc["remotes"][i]["host"]), n
+    # an address less
+    for i, rem in enumerate(sc["remotes"]):
+        for k in range(len(rem["addrs"]) if len(rem["addrs"]) > 1 else 0):
+            n = copy()
+            del n["remotes"][i]["addrs"][k]
+            evs = []
+            for ev in n["events"]:
+                tgt = ev.get("target")
+                if tgt and tgt[0] == i and tgt[1] == k:
+                    continue
+                if tgt and tgt[0] == i and tgt[1] > k:
+                    tgt[1] -= 1
+                evs.append(ev)
+            n["events"] = evs
+            yield "without address %s of remote %d" % (rem["addrs"][k]["ip"], i), n
+    # simpler options
+    c = sc["client"]
+    simpler = [("preresolve", False), ("persist_remote_ip", False), ("remote_random", False),
+               ("memory", None), ("margin", None), ("connect_retry_max", None)]
+    if not any(ev["kind"] == "ping-restart" for ev in sc["events"]):
+        simpler.append(("ping", False))
+    for key, val in simpler:
+        if c.get(key) != val:
+            n = copy()
+            n["client"][key] = val
+            yield "%s=%s" % (key, val), n
+    if c["mgmt"] and not any(ev["kind"].startswith("mgmt") for ev in sc["events"]):
+        n = copy()
+        n["client"]["mgmt"], n["client"]["skip"] = None, []
+        yield "no management", n
+    if sc["wrap"] != "none":
+        n = copy()
+        n["wrap"] = "none"
+        yield "wrap=none", n
+    if sc.get("topo"):
+        n = copy()
+        n["topo"] = None
+        set_addresses(n, ROUTED_NET + ".", "127.0.0.")
+        yield "loopback topology", n
+
+
+def shrink(sc, run_one, budget):
+    """greedy: keep each reduction after which the scenario still fails an
+    invariant it failed at first; (smallest scenario, its failures, runs)"""
+    r = run_one(sc, "as generated")
+    names = {f.split(":")[0] for f in r["failures"]} - {"harness"}
+    if not names:
+        return None, r["failures"], 1
+    runs, cur, fails = 1, sc, r["failures"]
+    progress = True
+    while progress and runs < budget:
+        progress = False
+        for what, n in reductions(cur):
+            if runs >= budget:
+                break
+            runs += 1
+            r = run_one(n, what)
+            if names & {f.split(":")[0] for f in r["failures"]}:
+                cur, fails, progress = n, r["failures"], True
+                cur.setdefault("shrunk", []).append(what)
+                break
+    return cur, fails, runs
+
+
 def replay_cmd(seed, bins):
     env = ""
     if bins["client_orig"] != default_bin() or os.environ.get("SOAK_BIN"):
@@ -1946,6 +2052,10 @@ def main():
     g.add_argument("--seeds")
     g.add_argument("--minutes", type=float)
     g.add_argument("--check", action="store_true")
+    g.add_argument("--scenario", help="run the scenario of a JSON file (e.g. from --shrink)")
+    g.add_argument("--shrink", type=int, metavar="SEED",
+                   help="shrink a failing seed's scenario to a smallest one that still fails "
+                        "one of the same invariants")
     ap.add_argument("--show", action="store_true", help="print the scenario(s) and the plan only")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the logs of passing scenarios too")
@@ -1959,6 +2069,8 @@ def main():
                     help="--minutes: seed of the seed generator (default: random)")
     ap.add_argument("--uniform", action="store_true",
                     help="--minutes: take seeds as drawn, without preferring rare classes")
+    ap.add_argument("--shrink-runs", type=int, default=40,
+                    help="--shrink: at most this many runs (default 40)")
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("SOAK_JOBS", "1")),
                     help="--minutes: run N soaks side by side, each in its own namespaces "
                          "(default SOAK_JOBS or 1); one table for all")
@@ -2026,6 +2138,8 @@ def main():
         # a client of the series before the probe memory: no memory files
         bins["client_memory"] = "--server-probe-persist" in helptext
 
+        if a.shrink is not None or a.scenario:
+            return shrink_main(a, bins, pki, hosts, ipv6)
         if a.seed is not None:
             seeds, desc = [a.seed], str(a.seed)
         elif a.seeds:
@@ -2072,7 +2186,9 @@ def main():
                 for f in r["failures"]:
                     print("    %s" % f)
                 print("    logs:   %s" % os.path.relpath(os.path.join(OUT, str(seed)), TOP))
-                print("    replay: %s" % replay_cmd(seed, bins), flush=True)
+                print("    replay: %s" % replay_cmd(seed, bins))
+                print("    shrink: %s" % replay_cmd(seed, bins).replace(" --seed %d --verbose" % seed,
+                                                                      " --shrink %d" % seed), flush=True)
                 if a.stop_on_fail:
                     break
             else:
@@ -2093,6 +2209,39 @@ def main():
         return 1 if nfail else 0
     finally:
         shutil.rmtree(snap, ignore_errors=True)
+
+
+def shrink_main(a, bins, pki, hosts, ipv6):
+    """--scenario FILE: run one; --shrink SEED: shrink a failing one"""
+    def run_one(sc, what):
+        print("# %s: %s" % (what, describe(sc)), flush=True)
+        r = run_scenario(sc, bins, pki, hosts, a.verbose, keep=True)
+        print("  %s" % ("; ".join(r["failures"]) if r["failures"] else "passes"), flush=True)
+        return r
+
+    if a.scenario:
+        with open(a.scenario) as f:
+            sc = json.load(f)
+        sc = sc.get("scenario", sc)
+        r = run_one(sc, "scenario %s" % a.scenario)
+        print("    logs:   %s" % os.path.relpath(os.path.join(OUT, str(sc["seed"])), TOP))
+        return 1 if r["failures"] else 0
+    sc = generate(a.shrink, ipv6)
+    small, fails, runs = shrink(sc, run_one, a.shrink_runs)
+    if small is None:
+        print("# seed %d passes: nothing to shrink" % a.shrink)
+        return 0
+    path = os.path.join(OUT, "shrunk-%d.json" % a.shrink)
+    with open(path, "w") as f:
+        json.dump({"scenario": small, "plan": plan(small)}, f, indent=1)
+    print("# seed %d shrunk in %d runs (%s): %s" % (a.shrink, runs,
+                                                   ", ".join(small.get("shrunk", [])) or "no reduction kept",
+                                                   describe(small)))
+    for f in fails:
+        print("    %s" % f)
+    print("    replay: %s%s --scenario %s --verbose" % (
+        replay_cmd(a.shrink, bins).split(REL)[0], REL, os.path.relpath(path, TOP)))
+    return 1
 
 
 if __name__ == "__main__":
