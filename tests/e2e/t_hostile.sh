@@ -155,7 +155,13 @@ tb_client ce -- --remote 127.0.0.1 "$S" udp4 \
 mgmt me "$M" --proxy "SOCKS 127.0.0.1 $P"
 i=0
 while ! has me "> proxy SOCKS" && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
-sleep 2
+# the client went on past where a phase would run: it connects to the
+# proxy (nothing listens there), not a wall-clock guess
+i=0
+while ! has ce "Attempting to establish TCP connection with [AF_INET]127.0.0.1:$P" && [ $i -lt 1000 ]; do
+    sleep 0.01; i=$((i + 1))
+done
+check "(e) the client went on to the SOCKS proxy" has ce "Attempting to establish TCP connection with [AF_INET]127.0.0.1:$P"
 check "(e) management was asked and answered SOCKS" has me "> proxy SOCKS"
 check "(e) 'not probing: --management-query-proxy ...' logged once" \
     test "$(grep -c 'server-probe: not probing: --management-query-proxy' "$TB_DIR/ce.log")" -eq 1
