@@ -80,6 +80,7 @@ SUBNET = "10.236"
 ROUTED_NET = "198.18.0"
 VETH_NET = "10.200"
 NS_SERIAL = 0
+TUN_SERIAL = 0
 
 UDP_BEHAVIOURS = {   # behaviour: weight
     "patched": 25, "off": 8, "full": 6, "unpatched": 10, "closed": 12,
@@ -642,6 +643,11 @@ class Proc:
         self.stopped = False
 
     def start(self):
+        if self.alive():
+            # started twice (two restarts of one server at the same
+            # moment, seed 7942533): one process, not a second one whose
+            # handle replaces the first's and leaves it running
+            return self
         out = open(os.path.join(self.run.dir, self.name + ".stderr"), "ab")
         self.p = subprocess.Popen(PDEATH + self.argv, stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=self.env)
@@ -912,8 +918,12 @@ class Run:
 
     # ---------------------------------------------------------- servers
     def server_argv(self, name, binpath, ip, port, proto, extra, tlsfail=False):
+        global TUN_SERIAL
         idx = len(self.others) + len(self.procs) + len(self.backs) + 1
-        dev = "sk%ds%d" % (os.getpid() % 10000, idx)
+        # a name of its own per server: a server of the last scenario may
+        # still hold its device (seeds 9330395, 1627299: TUNSETIFF busy)
+        TUN_SERIAL += 1
+        dev = "sk%ds%d" % (os.getpid() % 10000, TUN_SERIAL)
         pki = self.pki
         cafile, cert, key = pki + "/ca.crt", pki + "/server.crt", pki + "/server.key"
         if tlsfail:
@@ -1450,6 +1460,18 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             if t >= pl["cap"] + shift:
                 break
             time.sleep(0.05)
+        # the client without the flag and the unpatched one run the same
+        # code, each on its own timers: when one exited by itself, the
+        # other gets 1 s to make the same exit (seed 4562469: 40 ms apart,
+        # the run ended between them)
+        t_wait = time.monotonic() + 1.0
+        while (cb.rc is None) != (cn.rc is None) and time.monotonic() < t_wait:
+            for cl in (cb, cn):
+                if cl.rc is None and cl.proc.p.poll() is not None:
+                    cl.rc = cl.proc.p.returncode
+                    cl.exit_t = time.monotonic() - run.t0
+                    run.note("%s exited by itself, rc %s" % (cl.role, cl.rc))
+            time.sleep(0.02)
         t_end = time.monotonic() - run.t0
         run.note("end of run (%s) at %.2fs" % (end_reason, t_end))
         if shift > 0:
