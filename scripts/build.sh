@@ -43,6 +43,23 @@ src="$obj/src"
 [ -d "$wt/.git" ] || "$top/scripts/make-tree.sh"
 mkdir -p "$obj" "$top/build/bin"
 
+# series_before SUBJECT-REGEX WHY: the source of the series up to the
+# parent of the commit whose subject matches (build/bin/openvpn-<which>)
+series_before()
+{
+    local first
+    first=$(git -C "$wt" log --format=%H -1 --grep="$1" upstream..HEAD)
+    [ -n "$first" ] || { echo "build[$which]: $2" >&2; exit 1; }
+    rev=$(git -C "$wt" rev-parse "$first^")
+    if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
+        rm -rf "$src"
+        mkdir -p "$src"
+        git -C "$wt" archive "$rev" | tar -x -C "$src"
+        echo "$rev" > "$obj/rev"
+    fi
+    out="$top/build/bin/openvpn$sfx-$which"
+}
+
 case "$which" in
     patched|asan|mbedtls|small)
         # the work tree as it is (uncommitted edits included); -u keeps
@@ -70,31 +87,13 @@ case "$which" in
     nomem)
         # the series before the probe memory (for the bench's "without
         # memory" rows): the parent of the commit that adds oob_memory
-        first=$(git -C "$wt" log --format=%H -1 --grep='^oob_memory: remember' upstream..HEAD)
-        [ -n "$first" ] || { echo "build[nomem]: no probe memory commit in the series" >&2; exit 1; }
-        rev=$(git -C "$wt" rev-parse "$first^")
-        if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
-            rm -rf "$src"
-            mkdir -p "$src"
-            git -C "$wt" archive "$rev" | tar -x -C "$src"
-            echo "$rev" > "$obj/rev"
-        fi
-        out="$top/build/bin/openvpn$sfx-nomem"
+        series_before '^oob_memory: remember' "no probe memory commit in the series"
         ;;
     prereconnect)
         # the series before its reconnect fixes (the parent of the commit
         # that probes around the tunnel after a reconnect): the soak's
         # self-test must catch it (issue 26)
-        first=$(git -C "$wt" log --format=%H -1 --grep='^oob_client: probe and connect around the tunnel' upstream..HEAD)
-        [ -n "$first" ] || { echo "build[prereconnect]: no reconnect fix in the series" >&2; exit 1; }
-        rev=$(git -C "$wt" rev-parse "$first^")
-        if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
-            rm -rf "$src"
-            mkdir -p "$src"
-            git -C "$wt" archive "$rev" | tar -x -C "$src"
-            echo "$rev" > "$obj/rev"
-        fi
-        out="$top/build/bin/openvpn$sfx-prereconnect"
+        series_before '^oob_client: probe and connect around the tunnel' "no reconnect fix in the series"
         ;;
     *)
         echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem|prereconnect" >&2
