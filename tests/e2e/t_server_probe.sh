@@ -28,7 +28,11 @@
 #       client (fixed --lport, behind a relay; sent from the relay's
 #       upstream port with a raw socket) are answered statelessly, do not
 #       reach the instance (no TLS error) and do not disturb the session;
-#   (f) interop: a baseline client still connects to a patched server.
+#   (f) interop: a baseline client still connects to a patched server;
+#   (h) a server shutting down (SIGTERM with --explicit-exit-notify, which
+#       keeps it running for 2 s) answers no probe and logs no "Connection
+#       attempt ... ignored" line per probe (it did, at verb 1, while
+#       probes went through the handshake's path).
 # Exit 0 pass, 1 fail, 77 skip. Takes about 30 s (50 s on a loaded machine).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -372,6 +376,23 @@ good=$("${PT[@]}" one --target "127.0.0.1:$P_G" --timeout 2)
 after=$(wc -l <"$TB_DIR/sg.log")
 check "2000 stale probes ($(kv sent "$line") sent, $(kv replies "$line") answered) added $((after - before)) log line(s) at --verb 4; a valid one is answered" \
     test "$((after - before))" -eq 0 -a "$(kv replies "$line")" = 0 -a "$(kv reply "$good")" = 1
+
+# ------------------------------------------------------------------ (h)
+tb_log "(h) a server shutting down neither answers nor logs probes"
+P_H=$(tb_port 61)
+tb_server sh "$P_H" -- --verb 4 --explicit-exit-notify 1
+sleep 0.2
+good=$("${PT[@]}" one --target "127.0.0.1:$P_H" --timeout 2)
+pid_h=$(tb_pid sh)
+kill -TERM "$pid_h"
+# the server takes the signal at once, then keeps running for 2 s
+sleep 0.2
+line=$("${PT[@]}" burst --target "127.0.0.1:$P_H" --count 50 --wait 0.5)
+alive=no
+kill -0 "$pid_h" 2>/dev/null && alive=yes
+ignored=$(grep -c "Connection attempt from .* ignored while server is shutting down" "$TB_DIR/sh.log")
+check "while shutting down (server still running after the burst: $alive): 50 probes ($(kv sent "$line") sent) got $(kv replies "$line") replies and $ignored 'Connection attempt ... ignored' lines (before: $(kv reply "$good") of 1 answered)" \
+    test "$(kv reply "$good")" = 1 -a "$alive" = yes -a "$(kv replies "$line")" = 0 -a "$ignored" -eq 0 -a "$(kv sent "$line")" = 50
 
 echo "1..$n"
 echo "# $n checks, $fails failed, $(( $(date +%s) - T0 )) s"

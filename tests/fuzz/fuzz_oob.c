@@ -57,8 +57,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     buf_set_read(&in, copy, size);
 #ifdef FUZZ_BASE_MASTER
-    enum oob_drop drop;
-    (void)oob_server_check_probe(&in, 1700000000, 60, &drop);
+    const char *why;
+    (void)oob_server_check_probe(&in, 1700000000, 60, &why);
 #else
     (void)oob_server_check_probe(&in, 1700000000, 60);
 #endif

@@ -3,7 +3,8 @@
  * address without an instance, i.e. the stateless path of mudp.c itself:
  * the file is compiled in (like fuzz_oob_client.c does with oob_client.c,
  * see fuzz_server_stubs.c), and the harness calls its static
- * do_pre_decrypt_check() the way multi_get_create_instance_udp() does.
+ * handle_oob_packet() for an out-of-band opcode and do_pre_decrypt_check()
+ * for any other, the way multi_get_create_instance_udp() does.
  * That runs the server's real code end to end: probe_reply_possible()
  * (--server-probe-reply off, --max-clients), tls_pre_decrypt_lite() with
  * the server's tls_auth_standalone, and for an out-of-band verdict
@@ -51,8 +52,8 @@
  *     moves exactly when a reply is queued (master: sent).
  *
  * On master (-DFUZZ_BASE_MASTER) the same path, with master's API: the
- * cookie is SipHash with c2.session_id_key, do_pre_decrypt_check() takes
- * the socket the datagram came in on, and send_standalone_reply() sends
+ * cookie is SipHash with c2.session_id_key, handle_oob_packet() and
+ * do_pre_decrypt_check() take the socket the datagram came in on, and send_standalone_reply() sends
  * at once through process_outgoing_link() instead of queueing in
  * m->hmac_reply: the harness defines process_outgoing_link() to keep
  * what would be sent (and checks that it goes to c2.from, on the socket
@@ -326,12 +327,31 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tls_pre_decrypt_state state = { 0 };
     struct mroute_addr real;
     CLEAR(real);
+    bool create = false;
+    if (packet_opcode_is_oob(op))
+    {
+        /* handle_oob_packet() keeps its unwrapping state to itself: the
+         * probe's session id, which the reply must echo, is in the clear
+         * after the opcode in every wrap mode */
+        if (pkt_len >= 1 + SID_SIZE)
+        {
+            memcpy(state.peer_session_id.id, BPTR(&pkt) + 1, SID_SIZE);
+        }
 #ifdef FUZZ_BASE_MASTER
-    /* handle_connection_attempt() */
-    bool create = do_pre_decrypt_check(&m, &state, real, &server_sock);
+        handle_oob_packet(&m, &server_sock);
 #else
-    bool create = do_pre_decrypt_check(&m, &state, real);
+        handle_oob_packet(&m);
 #endif
+    }
+    else
+    {
+        /* handle_connection_attempt() */
+#ifdef FUZZ_BASE_MASTER
+        create = do_pre_decrypt_check(&m, &state, real, &server_sock);
+#else
+        create = do_pre_decrypt_check(&m, &state, real);
+#endif
+    }
 
     const struct buffer *reply = REPLY;
     uint64_t moved = stats_sum(&m.probe_stats) - stats_sum(&before);
