@@ -540,12 +540,14 @@ done
 
 # the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's
 # CHECK_SEEDS (2,3,5,15,18,19,20,26,38,47,74,75,84,85,89,100,107,109,122,
-# 127,129,133,432531,6206077,150; 2, 18-20, 100, 127, 150 and 6206077 in
-# the routed topology), about 5 minutes; seeds 2, 5, 15, 19, 20, 26 and 38
+# 127,129,133,432531,6206077,150,7891727,8686968; 2, 18-20, 100, 127,
+# 150, 6206077 and 8686968 in the routed topology; the scenarios pinned in
+# tests/soak/scenarios/), about 5 minutes; seeds 2, 5, 15, 19, 20, 26 and 38
 # crash (SIGSEGV) build/bin/openvpn-v2: the re-probe after "every remote
 # failed" on a name with 2-3 dead addresses, and the re-probe after a
 # ping-restart; 74, 84, 100 and 133 trapped the client on one failing
-# address of a name; 150 is issue 24's field bug (routed, --persist-tun)
+# address of a name; 150 is issue 24's field bug (routed, --persist-tun);
+# 7891727 and 8686968 trapped the client after a phase that learned nothing
 step soak 900 "$top/tests/soak/soak.py" --check
 # the soak's self-test: faults planted in wrappers of the same client (it
 # ignores --server-probe, exits by itself after 3 s, starts 6 s late) and

@@ -7,6 +7,12 @@
 # --server-probe (the 2.6 series before issue 27 started over at the top
 # of the list after its empty phase and reconnected to A). Runs against
 # the unpatched client first, as the oracle.
+# Then a UDP remote whose server is gone (its port closed: the probe is
+# refused) before the TCP remote B: the client connects to B; after
+# SIGUSR1 its first attempt goes to B again, as the unpatched client's
+# (the series before "oob_client: keep the list's position when a phase
+# learned nothing" ranked the refused UDP remote first: soak seed
+# 8686968).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +58,35 @@ for who in unpatched patched; do
         check "patched: says that there is nothing to probe ($nl line(s))" test "$nl" -ge 1
         probes=$(grep -c "server-probe: probing" "$TB_DIR/$c.log")
         check "patched: no probe phase ran ($probes)" test "$probes" = 0
+    fi
+    tb_stop "$c"
+done
+
+# a refused UDP remote before the TCP remote of the session
+PU=$(tb_port 3)
+for who in unpatched patched; do
+    c=cu_$who
+    if [ $who = unpatched ]; then
+        tb_client "$c" --bin "$TB_BASELINE" -- --remote 127.0.0.1 "$PU" udp \
+            --remote 127.0.0.1 "$PB" tcp-client --connect-retry 1 --connect-timeout 2
+    else
+        tb_client "$c" -- --remote 127.0.0.1 "$PU" udp \
+            --remote 127.0.0.1 "$PB" tcp-client --connect-retry 1 --connect-timeout 2 --server-probe
+    fi
+    if ! tb_wait_connected "$c" 30 >/dev/null; then
+        not_ok "$who: connected to B behind the dead UDP remote"
+        tb_tail "$c"
+        continue
+    fi
+    kill -USR1 "$(tb_pid "$c")"
+    if tb_wait_lines "$c" 2 "Initialization Sequence Completed"; then
+        first=$(awk '/SIGUSR1\[hard/ { s = 1 } s && /link remote:/ { sub(/.*link remote: /, ""); print; exit }' \
+            "$TB_DIR/$c.log")
+        check "$who: the first attempt after SIGUSR1 goes to the TCP remote of the session ($first)" \
+            test "$first" = "[AF_INET]127.0.0.1:$PB"
+    else
+        not_ok "$who: reconnected after SIGUSR1"
+        tb_tail "$c"
     fi
     tb_stop "$c"
 done
