@@ -389,6 +389,37 @@ def updown_gap(r, lo, hi):
     return "log up->down gap %.3f..%.3f ms" % (min(gaps), max(gaps))
 
 
+
+def t_hold_first(mode):
+    # opcode 4 (P_CONTROL_V1) held or dropped once; a reset (opcode 7)
+    # releases a held one just before (hold) or just after (after) itself
+    opt = {"drop": "--drop-first-up", "hold": "--hold-first-up",
+           "after": "--hold-first-up-after"}[mode]
+    r = with_relay(C.echo4.spec(), opt, "4")
+    try:
+        c = Client(r.addr())
+        c.send(pkt(1, opcode=12))
+        c.send(pkt(2, opcode=4))
+        c.send(pkt(3, opcode=4))
+        got = [seq_of(x) for x in c.drain(quiet=0.3)]
+        # a held datagram's copies are lost while it is held
+        want = [1, 3] if mode == "drop" else [1]
+        check(got == want, "%s: before the reset got %s, expected %s" % (opt, got, want))
+        c.send(pkt(4, opcode=7))
+        c.send(pkt(5, opcode=4))
+        got = [seq_of(x) for x in c.drain(quiet=0.3)]
+        want = {"drop": [4, 5], "hold": [2, 4, 5], "after": [4, 2, 5]}[mode]
+        check(got == want, "%s: after the reset got %s, expected %s" % (opt, got, want))
+        c2 = Client(r.addr())
+        c2.send(pkt(6, opcode=4))
+        got = [seq_of(x) for x in c2.drain(quiet=0.3)]
+        check(got == [6], "%s: a second client's first opcode 4 got %s, expected [6] (once per run)"
+              % (opt, got))
+    finally:
+        r.stop()
+    return "%s 4: order %s" % (opt, want)
+
+
 def t_order():
     # asymmetric delays too, so that each direction's queue is checked on
     # its own (two reversing queues would cancel out with equal delays)
@@ -893,6 +924,9 @@ def main():
                  ["--delay", "40", "--delay-down", "100"], 140.0, 140.0 + SLACK_MS, 7)
         run_test("delay_300", t_delay, ["--delay", "300"], 600.0, 600.0 + SLACK_MS, 7)
         run_test("order_preserved", t_order)
+        run_test("drop_first_up", t_hold_first, "drop")
+        run_test("hold_first_up", t_hold_first, "hold")
+        run_test("hold_first_up_after", t_hold_first, "after")
         run_test("loss_30_seed", t_loss)
         run_test("loss_0", t_loss_zero)
         run_test("loss_100", t_loss_100)

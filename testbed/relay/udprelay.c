@@ -74,6 +74,8 @@ struct config {
     const char *pidfile;
     uint64_t rebind_after;        /* 0 = off */
     int drop_unasked_resets;      /* drop a server reset the client did not ask for */
+    int drop_first_up;            /* opcode whose first client datagram is dropped, -1 off */
+    int hold_first;               /* held, not dropped: 1 sent before the reset, 2 after */
     int quiet;
     int max_clients;
     double idle_timeout_s;
@@ -97,6 +99,8 @@ struct client {
     uint64_t up_fwd;              /* client->server datagrams forwarded */
     int count_rebind_done;        /* --rebind-after-packets already applied */
     int sent_reset;               /* sent an OpenVPN client reset (opcode 7, 10) */
+    unsigned char *held;          /* --hold-first-up: the held datagram */
+    size_t held_len;
     unsigned long pending;        /* datagrams of this client in the queues */
     int hnext;                    /* hash chain */
 };
@@ -564,6 +568,8 @@ static void client_remove(int i)
         *pp = c->hnext;
     close(c->fd);
     c->fd = -1;
+    free(c->held);
+    c->held = NULL;
     c->used = 0;
     freelist[nfree++] = i;
     nclients--;
@@ -713,6 +719,17 @@ static void flush_due(int64_t now)
     }
 }
 
+static int dropped_first;         /* --drop-first-up already applied */
+
+/* --hold-first-up(-after): send the held datagram up now */
+static void release_held(struct client *c, int ci, int64_t now)
+{
+    if (enqueue(DIR_UP, ci, c->held, c->held_len, now + cfg.delay_ns[DIR_UP]) == 0)
+        log_dgram(now, DIR_UP, c, NULL, c->held, c->held_len, NULL);
+    free(c->held);
+    c->held = NULL;
+}
+
 static void listen_readable(void)
 {
     for (int n = 0; n < RX_BURST; n++) {
@@ -776,14 +793,38 @@ static void listen_readable(void)
         }
         struct client *c = &clients[ci];
         c->last_active = now;
-        if (len > 0 && ((rxbuf[0] >> 3) == 7 || (rxbuf[0] >> 3) == 10))
+        int is_reset = len > 0 && ((rxbuf[0] >> 3) == 7 || (rxbuf[0] >> 3) == 10);
+        if (is_reset)
             c->sent_reset = 1;
+        if (cfg.drop_first_up >= 0 && !dropped_first && len > 0 &&
+            (rxbuf[0] >> 3) == cfg.drop_first_up) {
+            dropped_first = 1;
+            if (cfg.hold_first && (c->held = malloc(len)) != NULL) {
+                memcpy(c->held, rxbuf, len);
+                c->held_len = len;
+                log_dgram(now, DIR_UP, c, NULL, rxbuf, len, "held");
+                continue;
+            }
+            st[DIR_UP].drop++;
+            log_dgram(now, DIR_UP, c, NULL, rxbuf, len, "first");
+            continue;
+        }
+        if (c->held && !is_reset && len > 0 && (rxbuf[0] >> 3) == cfg.drop_first_up) {
+            /* its retransmissions are lost while it is held */
+            st[DIR_UP].drop++;
+            log_dgram(now, DIR_UP, c, NULL, rxbuf, len, "lost");
+            continue;
+        }
+        if (is_reset && c->held && cfg.hold_first == 1)
+            release_held(c, ci, now);
         if (enqueue(DIR_UP, ci, rxbuf, len, now + cfg.delay_ns[DIR_UP]) < 0) {
             st[DIR_UP].drop++;
             log_dgram(now, DIR_UP, c, NULL, rxbuf, len, "drop");
             continue;
         }
         log_dgram(now, DIR_UP, c, NULL, rxbuf, len, NULL);
+        if (is_reset && c->held)
+            release_held(c, ci, now);
     }
 }
 
@@ -882,6 +923,13 @@ static void usage(FILE *f)
 "                              client that sent no reset (opcode 7 or 10):\n"
 "                              a server that does not answer a third packet\n"
 "                              with a new challenge\n"
+"      --drop-first-up OPCODE  drop the first client datagram with this\n"
+"                              OpenVPN opcode (0-31), once per run, e.g. 4:\n"
+"                              the first P_CONTROL_V1, to force a retransmit\n"
+"      --hold-first-up OPCODE  hold that datagram instead (and lose its\n"
+"                              retransmissions), send it up just before\n"
+"                              the client's next reset (7 or 10)\n"
+"      --hold-first-up-after OPCODE  the same, sent just after that reset\n"
 "      --max-clients N         client table size (default 1024)\n"
 "      --idle-timeout SEC      expire idle clients (default 300)\n"
 "      --queue-limit BYTES     max queued bytes per direction (default 64MiB)\n"
@@ -898,7 +946,7 @@ static void usage(FILE *f)
 
 enum {
     OPT_DELAY_UP = 256, OPT_DELAY_DOWN, OPT_LOSS_UP, OPT_LOSS_DOWN, OPT_LOG,
-    OPT_PIDFILE, OPT_REBIND_AFTER, OPT_DROP_UNASKED, OPT_MAX_CLIENTS, OPT_IDLE, OPT_QLIMIT
+    OPT_PIDFILE, OPT_REBIND_AFTER, OPT_DROP_UNASKED, OPT_DROP_FIRST, OPT_HOLD_FIRST, OPT_HOLD_AFTER, OPT_MAX_CLIENTS, OPT_IDLE, OPT_QLIMIT
 };
 
 static void parse_args(int argc, char **argv)
@@ -918,6 +966,9 @@ static void parse_args(int argc, char **argv)
         { "pidfile", required_argument, NULL, OPT_PIDFILE },
         { "rebind-after-packets", required_argument, NULL, OPT_REBIND_AFTER },
         { "drop-unasked-resets", no_argument, NULL, OPT_DROP_UNASKED },
+        { "drop-first-up", required_argument, NULL, OPT_DROP_FIRST },
+        { "hold-first-up", required_argument, NULL, OPT_HOLD_FIRST },
+        { "hold-first-up-after", required_argument, NULL, OPT_HOLD_AFTER },
         { "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
         { "idle-timeout", required_argument, NULL, OPT_IDLE },
         { "queue-limit", required_argument, NULL, OPT_QLIMIT },
@@ -933,6 +984,7 @@ static void parse_args(int argc, char **argv)
     int c;
 
     cfg.max_clients = 1024;
+    cfg.drop_first_up = -1;
     cfg.idle_timeout_s = 300;
     cfg.queue_limit = 64u << 20;
 
@@ -985,6 +1037,17 @@ static void parse_args(int argc, char **argv)
             break;
         case OPT_DROP_UNASKED:
             cfg.drop_unasked_resets = 1;
+            break;
+        case OPT_DROP_FIRST:
+            cfg.drop_first_up = (int)parse_u64_opt("--drop-first-up", optarg, 0, 31);
+            break;
+        case OPT_HOLD_FIRST:
+            cfg.drop_first_up = (int)parse_u64_opt("--hold-first-up", optarg, 0, 31);
+            cfg.hold_first = 1;
+            break;
+        case OPT_HOLD_AFTER:
+            cfg.drop_first_up = (int)parse_u64_opt("--hold-first-up-after", optarg, 0, 31);
+            cfg.hold_first = 2;
             break;
         case OPT_REBIND_AFTER:
             cfg.rebind_after = parse_u64_opt("--rebind-after-packets", optarg,

@@ -25,6 +25,13 @@
 #      reply, third packet (4, or 11 with the tls-crypt-v2 key), challenge
 #      (8), third packet again, and the client is connected before the
 #      fallback it announced would have come;
+#  2c. late third packet: the relay holds the shortened third packet and
+#      sends it up with the fallback's reset (just before it, just after
+#      it): the server holds the abandoned handshake for the client's
+#      port; the client restarts from a new port (no pause, same remote,
+#      not taken for a full server) and connects within 5 s of the
+#      fallback (the series before: the 60 s handshake window, or the
+#      next remote);
 #   3. expired cookie: server --hand-window 2 advertises connect_lifetime
 #      1 s, too short for the client (it wants >= 1 s left): normal
 #      handshake, no restart;
@@ -89,6 +96,7 @@ DATA_TIMEOUT=8       # s; --ping 1 on both ends
 LINE_SHORTCUT="server-probe: starting the handshake at its third packet"
 LINE_FALLBACK="server-probe: no answer to the shortened handshake, falling back to a normal handshake"
 LINE_NOSHORT="server-probe: no shortened handshake"
+LINE_REFUSED="server-probe: the server answered the reset but not the handshake"
 # what a client must never log in these scenarios: a restart or a TLS error
 BAD_RE='SIGUSR1|SIGHUP|SIGTERM|process restarting|Restart pause|TLS Error|TLS handshake failed|ERROR:|Fatal|Exiting due to'
 
@@ -345,6 +353,61 @@ report "NAT rebind answered (wrap=$wrap): the server's new challenge reaches the
 stop "$c" "$r" "$s"
 done
 
+# ---------------------------------------------------------------- 2c.
+# The server takes a third packet of the shortened handshake late: the
+# relay holds the first one, loses its retransmissions (so that the
+# fallback fires) and sends it up just before (k=1) or just after (k=2)
+# the fallback's hard reset.  Either way the server creates an instance for
+# the client's address and port from the late third packet, ignores the
+# new reset from there (1) or refuses the new handshake's third packet
+# (2), and answers the abandoned handshake.  The series before waited for
+# the whole handshake window (60 s) or gave up on the server as full (the
+# next remote); the client now restarts from a new port with the same
+# remote and connects within 5 s of the fallback.
+LINE_STALE="server-probe: the server answers the abandoned shortened handshake"
+k=0
+for hold in hold-first-up hold-first-up-after; do
+k=$((k + 1))
+s=s2c$k r=r2c$k c=c2c$k s2=s2c${k}b
+sport=$(tb_port $((220 + 4 * k))) rport=$(tb_port $((221 + 4 * k))) s2port=$(tb_port $((222 + 4 * k)))
+tb_server "$s" "$sport" -- --ping 1 --server-probe-reply 0 50 1
+tb_server "$s2" "$s2port" -- --ping 1 --server-probe-reply 0 50 5
+tb_relay "$r" "127.0.0.1:$rport" "127.0.0.1:$sport" --delay 50 "--$hold" 4
+tb_client "$c" -- --remote 127.0.0.1 "$rport" udp4 --remote 127.0.0.1 "$s2port" udp4 \
+    --ping 1 --server-probe
+why=""
+STALE_MS="" STALE_AFTER=""
+if ! sc_wait "$c" 20; then
+    why="did not connect within ${WAITED}s"
+else
+    STALE_MS=$MS
+    STALE_AFTER=$(sc_between "$c" "$LINE_FALLBACK" "Initialization Sequence Completed")
+    held=$(awk '$2 == "up" && $4 == 4 && $6 == "held" { n++ } END { print n + 0 }' "$TB_DIR/$r.relay.log")
+    if ! has "$c" "$LINE_SHORTCUT"; then
+        why="no '$LINE_SHORTCUT' line"
+    elif [ "$held" != 1 ]; then
+        why="the relay held $held third packets, expected 1"
+    elif ! has "$c" "$LINE_FALLBACK"; then
+        why="no fallback line"
+    elif ! has "$c" "$LINE_STALE"; then
+        why="no '$LINE_STALE' line"
+    elif has "$c" "$LINE_REFUSED"; then
+        why="the client took the server for a full one"
+    elif [ "$(wc -w <<<"$(up_clients "$r")")" -ne 2 ]; then
+        why="the client did not restart from a new port: relay clients $(up_clients "$r")"
+    elif [ "$(tb_connected_port "$c")" != "$rport" ]; then
+        why="connected to $(tb_connected_server "$c"), not the same server"
+    elif [ -z "$STALE_AFTER" ] || [ "$STALE_AFTER" -gt 5000 ]; then
+        why="connected ${STALE_AFTER:-?} ms after the fallback, more than 5000"
+    elif ! sc_data "$r"; then
+        why="no P_DATA_V2 (9) both ways within ${WAITED}s"
+    fi
+fi
+report "late third packet ($hold): the server holds the abandoned handshake, the client restarts from a new port and connects to the same server ${STALE_AFTER:-?} ms after the fallback (${STALE_MS:-?} ms in all)" \
+    "$why" "$c" "$s" "$r"
+stop "$c" "$r" "$s" "$s2"
+done
+
 # ---------------------------------------------------------------- 3.
 s=s3 r=r3 c=c3
 tb_server "$s" "$(tb_port 301)" -- --ping 1 --hand-window 2
@@ -486,7 +549,6 @@ fi
 stop "$r" "$s"
 
 # ---------------------------------------------------------------- 7.
-LINE_REFUSED="server-probe: the server answered the reset but not the handshake"
 s=s7a s2=s7b r=r7 a=c7a c=c7b
 mport=$(tb_port 705)
 tb_server "$s" "$(tb_port 701)" -- --ping 1 --max-clients 1
