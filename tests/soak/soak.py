@@ -1791,6 +1791,13 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                       % (t_b, "at %.2fs" % t_p if t_p is not None else "not at all",
                          limit, "; exceptions " + ", ".join("%s +%.1fs" % x for x in exc.items())
                          if exc else ""))
+        elif t_b is None and t_p is not None and not crashed and \
+                (t_first_disrupt is None or t_p < t_first_disrupt):
+            # the unpatched client never connected in the run, the patched
+            # one did before any disruption: not later, by any bound
+            res["notes"].append("differential: patched connected at %.2fs, unpatched not "
+                                "by %.2fs" % (t_p, t_end))
+            check("differential: patched connects, not later than unpatched + phase", True)
         else:
             check("differential: patched connects, not later than unpatched + phase", None)
         # benefit: when the unpatched client spent 5 s or more before its
