@@ -34,6 +34,7 @@ sfx=""
 [ "$BASE_NAME" = "$BASE_DEFAULT" ] || sfx="-$BASE_NAME"
 obj="$top/build/obj/${sfx#-}${sfx:+-}$which"
 src="$obj/src"
+rev=""
 
 # Debian's hardening flags, Debian's feature switches that need no extra
 # libraries (DCO on, x509-alt-username), and the unit tests on.
@@ -43,6 +44,21 @@ src="$obj/src"
 [ -d "$wt/.git" ] || "$top/scripts/make-tree.sh"
 mkdir -p "$obj" "$top/build/bin"
 
+# fresh_source REV: the source of REV in $src, extracted anew unless the
+# last build of exactly that source finished ("built" is written only
+# then: a build stopped half-way, or one of another revision, leaves
+# objects, a configure and autoreconf output that must not be reused)
+fresh_source()
+{
+    if [ "$(cat "$obj/rev" 2>/dev/null)" != "$1" ] || [ "$(cat "$obj/built" 2>/dev/null)" != "$1" ]; then
+        rm -rf "$src"
+        rm -f "$obj/am.sum" "$obj/configure.sum" "$obj/built"
+        mkdir -p "$src"
+        git -C "$wt" archive "$1" | tar -x -C "$src"
+        echo "$1" > "$obj/rev"
+    fi
+}
+
 # series_before SUBJECT-REGEX WHY: the source of the series up to the
 # parent of the commit whose subject matches (build/bin/openvpn-<which>)
 series_before()
@@ -51,12 +67,7 @@ series_before()
     first=$(git -C "$wt" log --format=%H -1 --grep="$1" upstream..HEAD)
     [ -n "$first" ] || { echo "build[$which]: $2" >&2; exit 1; }
     rev=$(git -C "$wt" rev-parse "$first^")
-    if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
-        rm -rf "$src"
-        mkdir -p "$src"
-        git -C "$wt" archive "$rev" | tar -x -C "$src"
-        echo "$rev" > "$obj/rev"
-    fi
+    fresh_source "$rev"
     out="$top/build/bin/openvpn$sfx-$which"
 }
 
@@ -76,12 +87,7 @@ case "$which" in
         ;;
     baseline)
         rev=$(git -C "$wt" rev-parse upstream)
-        if [ "$(cat "$obj/rev" 2>/dev/null)" != "$rev" ]; then
-            rm -rf "$src"
-            mkdir -p "$src"
-            git -C "$wt" archive upstream | tar -x -C "$src"
-            echo "$rev" > "$obj/rev"
-        fi
+        fresh_source "$rev"
         out="$top/build/bin/openvpn$sfx-baseline"
         ;;
     nomem)
@@ -139,4 +145,5 @@ if [ "$which" != asan ]; then
     make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined reference|Error [0-9]" "$obj/make.log"; exit 1; }
 fi
 cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"
+[ -z "${rev:-}" ] || echo "$rev" > "$obj/built"
 echo "build[$which]: $out"
