@@ -925,6 +925,7 @@ class Run:
         self.client_ns = {}     # role -> its namespace (routed scenarios)
         self.client_addr = {}   # role -> its veth address, where its management listens
         self.client_veth = []   # our ends of their veth pairs
+        self.stopped_for = {}   # (i, k) -> roles a ping-restart event stopped it for
 
     # ---------------------------------------------------------- topology
     def make_client_ns(self, roles):
@@ -1183,8 +1184,10 @@ class Run:
             for cl in clients:
                 if cl.state_connected and cl.connects:
                     ik = self.addr_of(cl.connects[-1][1])
-                    if ik and ik not in hit:
+                    if ik:
                         hit.add(ik)
+                        # whose server it was (the reconnect oracle's E8)
+                        self.stopped_for.setdefault(ik, set()).add(cl.role)
             for ik in hit:
                 q = self.server_proc(ik)
                 if q:
@@ -1232,6 +1235,25 @@ RE_PHASE = re.compile(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)")
 RE_PLACE1 = re.compile(r"server-probe: \[AF_INET6?\](\S+) rtt=\S+ .*place=1$")
 RE_ATTEMPT = re.compile(r"(?:UDPv[46] link remote|Attempting to establish TCP connection with):? "
                         r"\[AF_INET6?\](\S+)")
+
+
+def stopped_for_others(run, lines, until, since):
+    """E9, the reconnect oracle only: the seconds the patched client's
+    attempts from SINCE on spent on addresses that a ping-restart event
+    stopped only because another client was connected there (each
+    attempt until the next attempt or UNTIL, as the log shows it): the
+    unpatched client, at another place of a list in another order, never
+    had to try the patched client's dead server"""
+    tried = [(t, m.group(1)) for t, line in lines if since <= t < until
+             for m in [RE_ATTEMPT.search(line)] if m]
+    cost = 0.0
+    for i, (t, hp) in enumerate(tried):
+        ik = run.addr_of(hp)
+        roles = run.stopped_for.get(ik, set()) if ik else set()
+        if roles and "patched" not in roles:
+            end = tried[i + 1][0] if i + 1 < len(tried) else until
+            cost += max(0.0, min(end, until) - t) if end != float("inf") else 0.0
+    return cost
 
 
 def evidence_exceptions(sc, run, lines, t_p, skipped, since=0.0):
@@ -1833,6 +1855,10 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             else:
                 exc_r = evidence_exceptions(sc, run, cp.lines, rp, mgmts[0].skipped if mgmts else [],
                                             since=t_ev)
+                e8 = stopped_for_others(run, cp.lines, rp if rp is not None else t_end, t_ev)
+                if e8 > 0:
+                    exc_r["E9-server-stopped-for-the-other-client"] = e8
+                    res["exceptions"].append("E9-server-stopped-for-the-other-client")
                 lim_r = rb + pl["phase"] + 2.5 + sum(exc_r.values())
                 if (rp is None and t_end < lim_r) or (rp is None and t_next < lim_r):
                     check("reconnect: patched back no later than unpatched + phase", None)
