@@ -31,7 +31,9 @@ FUZZ_STUB(tls_multi_skip_to_third_packet)
 
 #ifdef FUZZ_BASE_MASTER
 FUZZ_STUB(create_socket_udp_unbound)
-FUZZ_STUB(hostname_randomize)
+FUZZ_STUB(ip_addr_dotted_quad_safe)
+FUZZ_STUB(ipv6_addr_safe)
+FUZZ_STUB(oob_memory_now_us)
 FUZZ_STUB(oob_memory_phase_over)
 FUZZ_STUB(set_sock_extended_error_passing)
 #endif
