@@ -22,7 +22,13 @@
 #   (d) saving goes on after --user/--group and after --chroot: the file
 #       is rewritten by the phase after a SIGUSR1 (the client runs as
 #       nobody, or chrooted away from the file's directory), and no
-#       "cannot save" warning.
+#       "cannot save" warning;
+#   (e) a server that took the connection is not OFFLINE: server E
+#       answers (run 1), then is silent to probes (management
+#       "server-probe-reply off", as when its probe budget is spent) and
+#       takes the connection of run 2: the file does not keep it OFFLINE
+#       (the series before: "no-reply ... 60"), and run 3 waits for it
+#       ("no reply", not "not waited for (offline-for-...)").
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -191,6 +197,58 @@ check "(d) the file stays mode 0600 and the format's" \
     bash -c "[ \"\$(stat -c %a '$TB_DIR/memory-user')\" = 600 ] && grep -qE '^127\.0\.0\.1 $A udp 127\.0\.0\.1 answered ' '$TB_DIR/memory-user'"
 tb_stop d1
 tb_stop d2
+
+# ------------------------------------------------------------------ (e)
+tb_log "(e) a server silent to probes that takes the connection"
+SE=$(tb_port 5) ME=$(tb_port 505)
+tb_server se "$SE" -- --server-probe-reply 0 50 10 --management 127.0.0.1 "$ME"
+FE="$TB_DIR/memory-e"
+rm -f "$FE"
+# mgmt PORT COMMAND...: the answer's last line
+mgmt()
+{
+    timeout 15 python3 - "$@" <<'PYEOF'
+import socket, sys
+port, cmd = int(sys.argv[1]), " ".join(sys.argv[2:])
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+f = s.makefile("rb")
+f.readline()
+s.sendall(cmd.encode() + b"\n")
+while True:
+    line = f.readline().decode(errors="replace").rstrip("\r\n")
+    if not line or line.startswith(("SUCCESS:", "ERROR:")):
+        print(line)
+        break
+s.sendall(b"quit\n")
+s.close()
+PYEOF
+}
+# offline_line: the file's line for E if it keeps E OFFLINE (a retry time)
+offline_line() { grep -E "^127\.0\.0\.1 $SE udp 127\.0\.0\.1 (no-reply|refused) .* [1-9][0-9]* [0-9]+ 0$" "$FE"; }
+tb_client e1 -- --remote 127.0.0.1 "$SE" udp4 --server-probe --server-probe-persist "$FE"
+tb_wait_connected e1 20 >/dev/null
+tb_stop e1
+check "(e) run 1: E answered and is remembered so" \
+    grep -qE "^127\.0\.0\.1 $SE udp 127\.0\.0\.1 answered " "$FE"
+line=$(mgmt "$ME" server-probe-reply off)
+check "(e) E silent to probes from now ('$line')" test "$line" = "SUCCESS: server-probe-reply=off"
+tb_client e2 -- --remote 127.0.0.1 "$SE" udp4 --server-probe --server-probe-persist "$FE"
+tb_wait_connected e2 20 >/dev/null
+check "(e) run 2: E did not answer the phase" \
+    grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$SE no reply" "$TB_DIR/e2.log"
+check "(e) run 2: connected to E ($(tb_connected_server e2))" test "$(tb_connected_server e2)" = "127.0.0.1:$SE"
+for ((i = 0; i < 40; i++)); do
+    [ -z "$(offline_line)" ] && break
+    sleep 0.05
+done
+tb_stop e2
+check "(e) run 2: the file does not keep E OFFLINE: '$(offline_line)'" test -z "$(offline_line)"
+tb_client e3 -- --remote 127.0.0.1 "$SE" udp4 --server-probe --server-probe-persist "$FE"
+tb_wait_connected e3 20 >/dev/null
+tb_stop e3
+check "(e) run 3: the phase waited for E: $(grep -m1 -oE "127\.0\.0\.1:$SE .*place=[0-9]+" "$TB_DIR/e3.log")" \
+    grep -qE "server-probe: \[AF_INET\]127\.0\.0\.1:$SE no reply place=1" "$TB_DIR/e3.log"
+tb_stop se
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
