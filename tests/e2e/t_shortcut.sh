@@ -393,6 +393,10 @@ else
         why="no '$LINE_STALE' line"
     elif has "$c" "$LINE_REFUSED"; then
         why="the client took the server for a full one"
+    elif ! has "$c" "SIGUSR1[soft,server-probe-new-port]"; then
+        why="no 'SIGUSR1[soft,server-probe-new-port]' restart"
+    elif has "$c" "Restart pause"; then
+        why="a restart pause before the new port"
     elif [ "$(wc -w <<<"$(up_clients "$r")")" -ne 2 ]; then
         why="the client did not restart from a new port: relay clients $(up_clients "$r")"
     elif [ "$(tb_connected_port "$c")" != "$rport" ]; then
