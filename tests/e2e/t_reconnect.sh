@@ -36,7 +36,11 @@
 #       name and leaves the others for the time for names was spent;
 #   (g) a server closes no descriptor of its own when a client instance
 #       ends (series v2 closed descriptor 0 at every instance's end: the
-#       instance's adopt_sd was 0).
+#       instance's adopt_sd was 0);
+#   (h) after SIGUSR1 the client pauses for its --connect-retry (3 s when
+#       given, 1 s by default) before it reconnects; unpatched master and
+#       2.7 pause 2 s whatever --connect-retry says (since their commit
+#       619c3e9a, fixed by the series).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -319,6 +323,30 @@ check "(g) the server saw the client instance end" \
 check "(g) its descriptor 0 is still open (${fd0_before:-none} -> ${fd0_after:-closed})" \
     bash -c "[ -n '$fd0_before' ] && [ '$fd0_before' = '$fd0_after' ]"
 tb_stop sg
+
+# ------------------------------------------------------------------ (h)
+H=$(tb_port 9)
+tb_log "(h) SIGUSR1: the client's restart pause is its --connect-retry"
+tb_server sh "$H" -- --server-probe-reply 0 50 100
+for cr in 3 default; do
+    args=()
+    [ "$cr" = default ] || args=(--connect-retry "$cr")
+    tb_client "ch$cr" -- --remote 127.0.0.1 "$H" udp4 --server-probe "${args[@]}"
+    if tb_wait_connected "ch$cr" 20 >/dev/null; then
+        kill -USR1 "$(tb_pid "ch$cr")"
+        for ((i = 0; i < 250; i++)); do
+            grep -q "Restart pause" "$TB_DIR/ch$cr.log" && break
+            sleep 0.02
+        done
+    fi
+    pause=$(sed -n 's/.*Restart pause, \([0-9]*\) second.*/\1/p' "$TB_DIR/ch$cr.log" | head -n1)
+    want=$cr
+    [ "$cr" = default ] && want=1
+    check "(h) --connect-retry $cr: restart pause ${pause:-none} s, want $want (unpatched master and 2.7: 2)" \
+        test "${pause:-none}" = "$want"
+    tb_stop "ch$cr"
+done
+tb_stop sh
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
