@@ -21,7 +21,8 @@
 #       server as OFFLINE;
 #   (e) (a) with the options of real setups, one at a time: --preresolve,
 #       --persist-remote-ip, --remote-random, --resolv-retry infinite,
-#       --bind, --auth-user-pass;
+#       --bind, --auth-user-pass, --connect-retry 0 (no restart pause:
+#       what is left is upstream's 1 s before it reopens the tun);
 #   (f) NAT rebind between probe and connect (the router lets probes pass
 #       without NAT): the server answers the shortened handshake's third
 #       packet with a new challenge, the client does not fall back and
@@ -192,8 +193,9 @@ declare -A VARIANT=(
     [e_resolvinf]="--resolv-retry infinite"
     [e_bind]="--bind"
     [e_userpass]="--auth-user-pass $TB_DIR/up.txt --auth-retry nointeract"
+    [e_retry0]="--connect-retry 0"
 )
-for v in e_preresolve e_persistip e_random e_resolvinf e_bind e_userpass; do
+for v in e_preresolve e_persistip e_random e_resolvinf e_bind e_userpass e_retry0; do
     # shellcheck disable=SC2086  # the variant's words
     run_case "$v" udp4 "$TB_BIN" --persist-tun ${VARIANT[$v]}
     check "(e) ${VARIANT[$v]}: back ${PR[$v]:-never} ms after its ping-restart, ${MS[$v]:-never} ms after the kill" \
@@ -369,6 +371,7 @@ grep -qF "falling back to a normal handshake" "$TB_DIR/f_probe.log" && FELL=yes
 echo "# | NAT rebind between probe and connect (ms to connected) | ${CMS[f_base]:-never (20 s)} | ${CMS[f_probe]:-never (20 s)} (fell back: $FELL) |"
 echo "# | upstream sample configs, first remote down (ms to connected) | ${GC[g_base]:-never (20 s)} | ${GC[g_probe]:-never (20 s)} |"
 echo "# | upstream sample configs, connected server stopped (ms to back) | ${GB[g_base]:-never (20 s)} | ${GB[g_probe]:-never (20 s)} |"
+echo "# | (a) with --connect-retry 0 (no restart pause) | - | ${MS[e_retry0]:-never (20 s)}; ${PR[e_retry0]:--} |"
 echo "1..$n"
 echo "# $n checks, $fails failed"
 [ "$fails" -eq 0 ]
