@@ -80,7 +80,11 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # whole name last, and each pass tried the full address first again,
      # never the others ("oob_client: after a full server, try the other
      # addresses of its remote first"; found by a 20-minute 2.6 ASan soak)
-     9051898, 4367218]
+     9051898, 4367218,
+     # the benefit check's case (template deadfirst): two dead UDP
+     # addresses before a name of working servers; the unpatched client
+     # spends 8 s on them, the patched one connects after its phase
+     2000028]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
@@ -220,6 +224,10 @@ def generate(seed, ipv6=True):
         return sc
     r = random.Random(seed)
     tpl = r.choices(["random", "deadname", "pingrestart"], weights=[60, 22, 18])[0]
+    # 1 in 5 of the random ones: dead addresses first (its own RNG: the
+    # draws of every other seed stay as they were)
+    if tpl == "random" and random.Random(seed * 2654435761 + 3).random() < 0.2:
+        tpl = "deadfirst"
     sc = {"seed": seed, "template": tpl,
           "wrap": r.choice(["none", "none", "tls-auth", "tls-crypt", "tls-crypt-v2"])}
     c = {
@@ -267,6 +275,23 @@ def generate(seed, ipv6=True):
             a["late"] = True
             events.append({"t": round(r.uniform(5.0, 11.0), 2), "kind": "start",
                            "target": [0, remotes[0]["addrs"].index(a)], "window": "session"})
+    elif tpl == "deadfirst":
+        # what the benefit check judges (issue 26: it applied to 1 % of
+        # the scenarios): dead UDP addresses first, on which the unpatched
+        # client spends --connect-timeout and its pause each, then a
+        # working server, and no event; the patched client must save at
+        # least half of the unpatched client's time
+        c["remote_random"] = False
+        c["mgmt"] = None
+        nd = r.choice([1, 2, 2, 3])
+        for i in range(nd):
+            remotes.append(new_remote(r, r.choice(["v4", "v4", "name"]), i, ipv6,
+                                      behaviours=[r.choice(["blackhole", "blackhole", "closed"])] * 3))
+        b = r.choice(["patched", "patched", "slow", "unpatched", "off"])
+        remotes.append(new_remote(r, r.choice(["v4", "name"]), nd, ipv6, behaviours=[b] * 3))
+        alive = {k: w for k, w in kinds.items() if k != "nx"}
+        for i in range(nd + 1, nd + 1 + r.choice([0, 0, 1, 2])):
+            remotes.append(new_remote(r, wchoice(r, alive), i, ipv6))
     else:   # pingrestart: a connected session is cut by ping-restart
         c["ping"] = True
         n = r.choice([1, 2, 2, 3])
@@ -297,6 +322,8 @@ def generate(seed, ipv6=True):
     # random events (all templates may get some)
     nev = r.choices([0, 1, 2, 3], weights=[40, 33, 18, 9])[0] if tpl == "random" else \
         r.choices([0, 1], weights=[75, 25])[0]
+    if tpl == "deadfirst":
+        nev = 0
     stoppable = [[i, k] for i, rem in enumerate(remotes) for k, a in enumerate(rem["addrs"])
                  if a["b"] in STOPPABLE and not a.get("late")]
     for _ in range(nev):
@@ -1829,11 +1856,15 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         else:
             check("differential: patched connects, not later than unpatched + phase", None)
         # benefit: when the unpatched client spent 5 s or more before its
-        # first connection (dead addresses, no event before it), the
-        # patched client saves at least half of it, beyond its phase, 3 s
-        # and the exceptions on evidence
+        # first connection (dead addresses, no event before it) and a
+        # working server answers probes from the start (else the phase
+        # learns nothing: the order stays the unpatched one), the patched
+        # client saves at least half of it, beyond its phase, 3 s and the
+        # exceptions on evidence
+        answering = any(addr_good(sc, rem, a) and a["b"] in ("patched", "slow") and not a.get("late")
+                        for rem in sc["remotes"] if rem["proto"] == "udp" for a in rem["addrs"])
         if t_b is not None and t_b >= 5.0 and (t_first_disrupt is None or t_first_disrupt > t_b) \
-                and not crashed and not crm_exit and not c["remote_random"]:
+                and answering and not crashed and not crm_exit and not c["remote_random"]:
             exc_b = evidence_exceptions(sc, run, cp.lines, t_p, mgmts[0].skipped if mgmts else [])
             lim_b = pl["phase"] + 3.0 + sum(exc_b.values()) + 0.5 * t_b
             if t_p is None and t_end < lim_b:
