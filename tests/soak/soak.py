@@ -84,7 +84,14 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # the benefit check's case (template deadfirst): two dead UDP
      # addresses before a name of working servers; the unpatched client
      # spends 8 s on them, the patched one connects after its phase
-     2000028]
+     2000028,
+     # --preresolve and --persist-remote-ip, a name of two dead addresses
+     # and a working server without probe support: each attempt's phase
+     # started a new pass with only the last failed address at its end,
+     # so the client alternated between the dead ones ("oob_client: with
+     # --persist-remote-ip, rank every failed address last"; found by a
+     # 12-minute 2.6 soak)
+     947844]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
