@@ -147,7 +147,8 @@ def main():
             seed, check = caught(out)
             if seed is not None:
                 print("ok     %-8s caught in %.0f s: seed %d, %s" % (name, dt, seed, check))
-                print("       replay: SOAK_BIN=<%s wrapper> tests/soak/soak.py --seed %d" % (name, seed))
+                print("       replay: SOAK_BIN=<%s wrapper> tests/soak/soak.py --seed %d%s"
+                      % (name, seed, " --state-timed" if a.minutes else ""))
             else:
                 fails += 1
                 print("NOT CAUGHT %s in %.0f s (soak exit %d); its output:" % (name, dt, rc))

@@ -108,6 +108,11 @@ LOG_FLOOD = 20 * 1024 * 1024
 # most HOLD_MAX s past its time; the events after it move with it
 STATE_TIMED = False
 HOLD_MAX = 20.0
+# --state-timed: an event of the "probe" window waits until the patched
+# client is in a probe phase, one of the "handshake" window until it is
+# in a connection attempt, each at most HOLD_EARLY s past its time
+HOLD_EARLY = 1.5
+STATE_OF = {"probe": "in a phase", "handshake": "in an attempt", "session": "connected"}
 # the static cap of a scenario may end it before a check reaches its
 # bound (the check is then "not applicable"): a run goes on past its cap,
 # up to this many seconds, while such a bound is ahead (issue 26)
@@ -349,7 +354,12 @@ def generate(seed, ipv6=True):
         if c["ping"]:
             choices["ping-restart"] = 8
         kind = wchoice(r, choices)
-        window = r.choice(["probe", "handshake", "session"])
+        # the session window twice as often as each early one: a server
+        # event before the first connection leaves the differential
+        # oracle nothing to judge (the two clients were at different
+        # addresses when it came); early events are timed on the patched
+        # client's state with --state-timed
+        window = wchoice(r, {"probe": 1, "handshake": 1, "session": 2})
         ev = {"t": pick_time(r, window), "kind": kind, "window": window}
         if kind in ("stop", "restart", "sigstop", "start"):
             tgt = r.choice(stoppable)
@@ -898,6 +908,8 @@ class Client:
         self.lines = []
         self.connects = []      # (t, "ip:port")
         self.state_connected = False
+        self.in_phase = False   # between "probing" and the phase's summary
+        self.in_handshake = False   # an attempt started, not connected
         self.t_first = None
         self.max_fd = 0
         self.cpu_ticks = 0
@@ -930,15 +942,24 @@ class Client:
                 self.started = True
             if "Initialization Sequence Completed" in line:
                 self.state_connected = True
+                self.in_handshake = False
                 if self.t_first is None:
                     self.t_first = t
             elif "received, process restarting" in line:
                 self.state_connected = False
+                self.in_handshake = False
+                self.in_phase = False
+            elif "link remote: " in line:
+                self.in_handshake = True
+            elif re.search(r"server-probe: (\d+ of \d+ addresses answered|no UDP remote|not probing)",
+                           line):
+                self.in_phase = False
             m = RE_PEER.search(line)
             if m:
                 self.connects.append((t, m.group(1)))
             m = re.search(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)", line)
             if m:
+                self.in_phase = True
                 self.phases.append(m.group(1))
                 self.phase_t.append(t)
 
@@ -1422,8 +1443,11 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
     res = {"seed": seed, "failures": [], "checks": {}, "exceptions": [], "notes": []}
 
     def check(name, ok, why=""):
-        """ok: True pass, False fail, None not applicable"""
+        """ok: True pass, False fail, None not applicable (why: the
+        reason, counted in the table for the oracles)"""
         res["checks"][name] = "n/a" if ok is None else ("pass" if ok else "FAIL")
+        if ok is None and why:
+            res.setdefault("na", {})[name] = why
         if ok is False:
             res["failures"].append("%s: %s" % (name, why))
 
@@ -1496,7 +1520,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         t_first_disrupt = None
         ev_log = []                 # (t, kind, patched connected, unpatched connected)
         pending = list(sc["events"])
-        shift = 0.0                 # --state-timed: how long session events waited
+        shift = 0.0                 # --state-timed: how long the events waited
+        shift0 = 0.0                # that when the last event fired
         later = []                  # (t, action, ik)
         settle = 1.5
         end_reason = "cap"
@@ -1512,12 +1537,30 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     run.note("%s exited by itself, rc %s" % (cl.role, cl.rc))
             while pending and pending[0]["t"] + shift <= t:
                 ev0 = pending[0]
-                if STATE_TIMED and ev0.get("window") == "session" and ev0["kind"] != "start" \
+                w = ev0.get("window")
+                if STATE_TIMED and w == "session" and ev0["kind"] != "start" \
                         and not all(cl.state_connected or cl.rc is not None for cl in clients) \
-                        and t < ev0["t"] + HOLD_MAX:
+                        and t < ev0["t"] + shift0 + HOLD_MAX:
                     # in the session: after the connections, not before
                     shift = t - ev0["t"]
                     break
+                # the early windows, on the patched client's state: during
+                # a probe phase, or in a connection attempt (between the
+                # phase and the session: the shortcut, its fallback)
+                if STATE_TIMED and w in ("probe", "handshake") and ev0["kind"] != "start" \
+                        and cp.rc is None and t < ev0["t"] + shift0 + HOLD_EARLY \
+                        and not (cp.in_phase if w == "probe"
+                                 else cp.in_handshake and not cp.state_connected):
+                    shift = t - ev0["t"]
+                    break
+                if STATE_TIMED and ev0["kind"] != "start" and w in STATE_OF:
+                    hit = {"probe": cp.in_phase, "handshake": cp.in_handshake
+                           and not cp.state_connected,
+                           "session": all(cl.state_connected or cl.rc is not None
+                                          for cl in clients)}[w]
+                    res.setdefault("rt_classes", []).append(
+                        "event-state:%s" % (STATE_OF[w] if hit else "missed (%s)" % w))
+                shift0 = shift
                 if pending[0]["kind"] in ("cli-usr1", "cli-hup") and \
                         not all(cl.started or cl.rc is not None for cl in clients):
                     # a signal before openvpn installed its handlers would
@@ -1620,8 +1663,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         t_end = time.monotonic() - run.t0
         run.note("end of run (%s) at %.2fs" % (end_reason, t_end))
         if shift > 0:
-            run.note("state-timed: the session events came %.2fs after their time, "
-                     "when the clients were connected" % shift)
+            run.note("state-timed: the events came up to %.2fs after their time, "
+                     "on the clients' state" % shift)
 
         # ------------------------------------------------ SIGTERM, exit
         for cl in clients:
@@ -1847,13 +1890,16 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             if t_p is not None and t_p <= limit:
                 check("differential: patched connects, not later than unpatched + phase", True)
             elif t_p is None and t_end < limit:
-                check("differential: patched connects, not later than unpatched + phase", None)
+                check("differential: patched connects, not later than unpatched + phase", None,
+                      "the run ended before the bound")
             elif any(t_b <= e[0] < limit and e[1] != "mgmt-probe" for e in ev_log):
                 # an event came before the deadline: the patched client
                 # lost its chance (e.g. its server stopped during its phase)
-                check("differential: patched connects, not later than unpatched + phase", None)
+                check("differential: patched connects, not later than unpatched + phase", None,
+                      "an event before the bound")
             elif crm_exit:
-                check("differential: patched connects, not later than unpatched + phase", None)
+                check("differential: patched connects, not later than unpatched + phase", None,
+                      "--connect-retry-max exit")
             else:
                 check("differential: patched connects, not later than unpatched + phase", False,
                       "unpatched connected at %.2fs, patched %s (allowed up to %.2fs%s)"
@@ -1867,8 +1913,18 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             res["notes"].append("differential: patched connected at %.2fs, unpatched not "
                                 "by %.2fs" % (t_p, t_end))
             check("differential: patched connects, not later than unpatched + phase", True)
+        elif crashed:
+            check("differential: patched connects, not later than unpatched + phase", None, "crashed")
+        elif t_b is None and t_p is None:
+            check("differential: patched connects, not later than unpatched + phase", None,
+                  "neither connected before the first disruption" if t_first_disrupt is not None
+                  else "neither connected")
+        elif t_b is None:
+            check("differential: patched connects, not later than unpatched + phase", None,
+                  "unpatched never connected, patched only after a disruption")
         else:
-            check("differential: patched connects, not later than unpatched + phase", None)
+            check("differential: patched connects, not later than unpatched + phase", None,
+                  "a server event before the unpatched client connected")
         # benefit: when the unpatched client spent 5 s or more before its
         # first connection (dead addresses, no event before it) and a
         # working server answers probes from the start (else the phase
@@ -1902,7 +1958,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             rb = min([x[0] for x in cb.connects if x[0] > t_ev] or [None], key=lambda x: x or 0)
             rp = min([x[0] for x in cp.connects if x[0] > t_ev] or [None], key=lambda x: x or 0)
             if rb is None or rb >= t_next:
-                check("reconnect: patched back no later than unpatched + phase", None)
+                check("reconnect: patched back no later than unpatched + phase", None,
+                      "unpatched not back before the next event")
             else:
                 exc_r = evidence_exceptions(sc, run, cp.lines, rp, mgmts[0].skipped if mgmts else [],
                                             since=t_ev)
@@ -1912,15 +1969,20 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     res["exceptions"].append("E9-server-stopped-for-the-other-client")
                 lim_r = rb + pl["phase"] + 2.5 + sum(exc_r.values())
                 if (rp is None and t_end < lim_r) or (rp is None and t_next < lim_r):
-                    check("reconnect: patched back no later than unpatched + phase", None)
+                    check("reconnect: patched back no later than unpatched + phase", None,
+                          "the run or the next event before the bound")
                 else:
                     check("reconnect: patched back no later than unpatched + phase",
                           rp is not None and rp <= lim_r,
                           "%s at %.2fs: unpatched back at %.2fs, patched %s (bound %.2fs)"
                           % (rec[0][1], t_ev, rb, "at %.2fs" % rp if rp is not None else "not at all",
                              lim_r))
+        elif not rec:
+            check("reconnect: patched back no later than unpatched + phase", None,
+                  "no client-side disruption while both were connected")
         else:
-            check("reconnect: patched back no later than unpatched + phase", None)
+            check("reconnect: patched back no later than unpatched + phase", None,
+                  "--remote-random, a crash or a --connect-retry-max exit")
         # SPEC 5: the patched binary without --server-probe tries the same
         # addresses in the same order as the unpatched client (before the
         # first event, which may hit the two at different moments), and
@@ -2144,6 +2206,23 @@ def write_results(path, results, class_count, class_fail, bins, t_spent, seeds_d
     for k in sorted(chk):
         v = chk[k]
         lines.append("| %s | %d | %d | %d |" % (k, v["pass"] + v["FAIL"], v["FAIL"], v["n/a"]))
+    # the oracles: how often one of them judged the scenario, and why not
+    oracles = [k for k in chk if k.startswith("differential") or k.startswith("reconnect")]
+    if oracles and results:
+        judged = sum(1 for r in results if any(r["checks"].get(k) in ("pass", "FAIL")
+                                               for k in oracles))
+        lines += ["", "Oracles (unpatched as the reference): at least one judged %d of %d "
+                  "scenarios, not applicable in %d (%.0f %%)"
+                  % (judged, len(results), len(results) - judged,
+                     100.0 * (len(results) - judged) / len(results))]
+        why = {}
+        for r in results:
+            for k, w in r.get("na", {}).items():
+                why[(k.split(":")[0], w)] = why.get((k.split(":")[0], w), 0) + 1
+        if why:
+            lines += ["", "| oracle | why not applicable | scenarios |", "|---|---|---|"]
+            for (k, w), n in sorted(why.items(), key=lambda kv: (kv[0][0], -kv[1])):
+                lines.append("| %s | %s | %d |" % (k, w, n))
     def fig(key, fmt="%.2f"):
         v = sorted(r[key] for r in results if r.get(key) is not None)
         if not v:
@@ -2213,6 +2292,8 @@ def run_jobs(a):
             argv.append("--uniform")
         if a.state_timed:
             argv.append("--state-timed")
+        if a.wall_timed:
+            argv.append("--wall-timed")
         if a.verbose:
             argv.append("--verbose")
         env = dict(os.environ, SOAK_WORKER=str(k))
@@ -2271,8 +2352,12 @@ def main():
                     help="stop at the first failing scenario (the self-test's search)")
     ap.add_argument("--results", default=None)
     ap.add_argument("--state-timed", action="store_true",
-                    help="session events wait for the clients' connections (at most %d s)"
-                    % HOLD_MAX)
+                    help="events wait for the clients' state: session events for the "
+                    "connections (at most %d s), probe-window ones for a phase of the patched "
+                    "client, handshake-window ones for its connection attempt (at most %.1f s); "
+                    "the default of --minutes" % (HOLD_MAX, HOLD_EARLY))
+    ap.add_argument("--wall-timed", action="store_true",
+                    help="--minutes: events at their times only, as --seed and --check")
     ap.add_argument("--first-seed", type=int, default=None,
                     help="--minutes: seed of the seed generator (default: random)")
     ap.add_argument("--uniform", action="store_true",
@@ -2284,7 +2369,7 @@ def main():
                          "(default SOAK_JOBS or 1); one table for all")
     a = ap.parse_args()
     global STATE_TIMED
-    STATE_TIMED = a.state_timed
+    STATE_TIMED = a.state_timed or bool(a.minutes and not a.wall_timed)
     if a.minutes and a.jobs > 1 and not os.environ.get("SOAK_WORKER"):
         return run_jobs(a)
 
@@ -2382,7 +2467,7 @@ def main():
             r = run_scenario(sc, bins, pki, hosts, a.verbose, keep=a.keep or a.seed is not None)
             r["wall"] = round(time.monotonic() - t_sc, 2)
             results.append(r)
-            for cl in classes(sc):
+            for cl in classes(sc) + sorted(set(r.get("rt_classes", []))):
                 class_count[cl] = class_count.get(cl, 0) + 1
                 if r["failures"]:
                     class_fail[cl] = class_fail.get(cl, 0) + 1
