@@ -379,6 +379,7 @@ def generate(seed, ipv6=True):
     sc["events"] = events
     gen_working_server(seed, sc)
     c["memory"] = gen_memory(seed, sc)
+    c["memory_form"] = gen_memory_form(seed) if c["memory"] is not None else None
     sc["topo"] = gen_topology(seed, sc)
     return sc
 
@@ -476,6 +477,53 @@ def gen_memory(seed, sc):
                               "weight": 0, "mld": 0, "retry": retry,
                               "until": r.randint(0, retry), "no_probe": int(kind == "no-probe")})
     return lines
+
+
+# how the --server-probe-persist file is made: the client's own format,
+# or a file it must survive (corrupt, too long: it starts without it and
+# writes a new one) or leave alone (not a memory file, a newer format, a
+# symbolic link: "not used, never written")
+MEMORY_FORMS = {"normal": 50, "corrupt": 15, "oversized": 8, "foreign": 10, "newer": 7,
+                "symlink": 10}
+MEMORY_UNTOUCHED = ("foreign", "newer", "symlink")
+
+
+def gen_memory_form(seed):
+    """the memory file's form (MEMORY_FORMS), an RNG of its own"""
+    return wchoice(random.Random(seed * 7919 + 29), MEMORY_FORMS)
+
+
+def write_memory_file(path, lines, form, seed):
+    """write the scenario's memory file in its form; what must hold of
+    it after the run: {"form", "untouched": {path: bytes}}"""
+    text = memory_file_text(lines, int(time.time()))
+    r = random.Random(seed * 7919 + 31)
+    body = text.split("\n")
+    if form == "corrupt":
+        junk = r.choice(["\x01\x02\x03 garbage", "r0.soak.test 36010 udp 127.0.0.1 answered",
+                         "h 1 udp 127.0.0.1 answered 99999999999999999999 0 0 0 0 0 0 0 0",
+                         "h 1 udp 127.0.0.1 answered -5 -5 -1 -1 -1 -1 -1 -1 -1",
+                         "h 1 tcp 127.0.0.1 answered 1 1 1 1 1 1 1 1 1", "x" * 5000])
+        body.insert(r.randint(1, max(1, len(body) - 1)), junk)
+        text = "\n".join(body)
+    elif form == "oversized":
+        text = text + ("# " + "x" * 1021 + "\n") * (2 * 1024 + 8)
+    elif form == "foreign":
+        text = "#!/bin/sh\n# not a probe memory file\n" + text
+    elif form == "newer":
+        text = text.replace("openvpn-server-probe-memory 1", "openvpn-server-probe-memory 9", 1)
+    data = text.encode(errors="surrogateescape")
+    if form == "symlink":
+        target = path + ".target"
+        with open(target, "wb") as f:
+            f.write(data)
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(os.path.basename(target), path)
+        return {"form": form, "untouched": {target: data}, "link": path}
+    with open(path, "wb") as f:
+        f.write(data)
+    return {"form": form, "untouched": {path: data} if form in MEMORY_UNTOUCHED else {}}
 
 
 def memory_file_text(lines, now):
@@ -637,6 +685,8 @@ def classes(sc):
     if c["skip"]:
         cl.append("opt:management SKIP")
     cl.append("opt:memory-file" if c.get("memory") is not None else "opt:no-memory-file")
+    if c.get("memory") is not None:
+        cl.append("memory-form:" + (c.get("memory_form") or "normal"))
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -1182,8 +1232,8 @@ class Run:
             argv += ["--server-probe"] + ([str(c["margin"])] if c["margin"] is not None else [])
             if c.get("memory") is not None and self.bins.get("client_memory"):
                 path = os.path.join(self.dir, "memory")
-                with open(path, "w") as f:
-                    f.write(memory_file_text(c["memory"], int(time.time())))
+                self.mem_info = write_memory_file(path, c["memory"], c.get("memory_form") or "normal",
+                                                  self.sc["seed"])
                 argv += ["--server-probe-persist", path]
         return argv
 
@@ -1822,6 +1872,25 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                   "first line %r, %d malformed line(s)" % (mlines[0], len(bad)))
         else:
             check("memory file intact", None)
+        # a file that is not the client's to write (not a memory file, a
+        # newer format, a symbolic link): byte for byte what it was
+        mi = getattr(run, "mem_info", None)
+        if mi and mi.get("untouched"):
+            changed = []
+            for f, data in mi["untouched"].items():
+                try:
+                    with open(f, "rb") as fh:
+                        same = fh.read() == data
+                except OSError:
+                    same = False
+                if not same:
+                    changed.append(os.path.basename(f))
+            if mi.get("link") and not os.path.islink(mi["link"]):
+                changed.append("the symbolic link itself")
+            check("memory file not ours: untouched", not changed,
+                  "%s file: %s changed" % (mi["form"], ", ".join(changed)))
+        else:
+            check("memory file not ours: untouched", None)
         # SKIP
         if skip_ports:
             bad = [hp for hp in (x[1] for x in cp.connects)
@@ -2179,7 +2248,8 @@ def describe(sc):
     if c["connect_retry_max"]:
         opts.append("crm=%d" % c["connect_retry_max"])
     if c.get("memory") is not None:
-        opts.append("memfile=%d" % len(c["memory"]))
+        opts.append("memfile=%d%s" % (len(c["memory"]), "" if c.get("memory_form") in (None, "normal")
+                                      else "," + c["memory_form"]))
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     if sc.get("topo"):
