@@ -380,6 +380,9 @@ def generate(seed, ipv6=True):
     gen_working_server(seed, sc)
     c["memory"] = gen_memory(seed, sc)
     c["memory_form"] = gen_memory_form(seed) if c["memory"] is not None else None
+    # --lport instead of --nobind (1 in 8, an RNG of its own): the probes
+    # leave from the connection's port, the shortcut is not used
+    c["lport"] = random.Random(seed * 7919 + 37).random() < 0.125
     sc["topo"] = gen_topology(seed, sc)
     return sc
 
@@ -687,6 +690,8 @@ def classes(sc):
     cl.append("opt:memory-file" if c.get("memory") is not None else "opt:no-memory-file")
     if c.get("memory") is not None:
         cl.append("memory-form:" + (c.get("memory_form") or "normal"))
+    if c.get("lport"):
+        cl.append("opt:lport")
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -1198,13 +1203,14 @@ class Run:
 
     # ---------------------------------------------------------- clients
     def client_argv(self, binpath, patched, remotes, log_path=None, mgmt_port=None,
-                    mgmt_addr="127.0.0.1"):
+                    mgmt_addr="127.0.0.1", lport=None):
         sc, c, pki = self.sc, self.sc["client"], self.pki
+        bind = ["--lport", str(lport)] if lport else ["--nobind"]
         if sc.get("topo") and not log_path:
             # a tun device, the routes the server pushes (redirect-gateway)
-            dev = ["--dev", "tun", "--nobind"] + (["--persist-tun"] if sc["topo"]["persist_tun"] else [])
+            dev = ["--dev", "tun"] + bind + (["--persist-tun"] if sc["topo"]["persist_tun"] else [])
         else:
-            dev = ["--dev", "null", "--nobind", "--ifconfig-noexec", "--route-noexec"]
+            dev = ["--dev", "null"] + bind + ["--ifconfig-noexec", "--route-noexec"]
         argv = [binpath, "--client"] + dev + [
                 "--remote-cert-tls", "server", "--ca", pki + "/ca.crt",
                 "--cert", pki + "/client.crt", "--key", pki + "/client.key", "--verb", "4"]
@@ -1532,17 +1538,20 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         cp = Client(run, "patched", bins["client"],
                     run.client_argv(bins["client"], True, run.remote_args(),
                                     mgmt_port=mports[0] if c["mgmt"] else None,
-                                    mgmt_addr=maddr["patched"])[1:], env_p)
+                                    mgmt_addr=maddr["patched"],
+                                    lport=PORT_BASE + 800 if c.get("lport") else None)[1:], env_p)
         cb = Client(run, "baseline", bins["baseline"],
                     run.client_argv(bins["baseline"], False, run.remote_args(),
                                     mgmt_port=mports[1] if c["mgmt"] else None,
-                                    mgmt_addr=maddr["baseline"])[1:], env_b)
+                                    mgmt_addr=maddr["baseline"],
+                                    lport=PORT_BASE + 801 if c.get("lport") else None)[1:], env_b)
         # the third client: the patched binary without the flag (SPEC 5:
         # no flag, no change), compared with the unpatched one
         cn = Client(run, "noflag", bins["client"],
                     run.client_argv(bins["client"], False, run.remote_args(),
                                     mgmt_port=mports[2] if c["mgmt"] else None,
-                                    mgmt_addr=maddr["noflag"])[1:], env_p)
+                                    mgmt_addr=maddr["noflag"],
+                                    lport=PORT_BASE + 802 if c.get("lport") else None)[1:], env_p)
         clients = [cp, cb, cn]
         with open(os.path.join(d, "commands.txt"), "w") as f:
             for cl in clients:
@@ -2250,6 +2259,8 @@ def describe(sc):
     if c.get("memory") is not None:
         opts.append("memfile=%d%s" % (len(c["memory"]), "" if c.get("memory_form") in (None, "normal")
                                       else "," + c["memory_form"]))
+    if c.get("lport"):
+        opts.append("lport")
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     if sc.get("topo"):
