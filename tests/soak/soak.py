@@ -2079,10 +2079,17 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             # flag uses up --connect-retry-max sooner: its exit by that
             # limit, with the unpatched client still running, is no
             # difference of the flag
-            pn = set(re.findall(r"Restart pause, (\d+) second", "\n".join(l for _, l in cn.lines)))
-            pb = set(re.findall(r"Restart pause, (\d+) second", "\n".join(l for _, l in cb.lines)))
-            if not same_exit and cb.exit_t is None and pb == {"2"} and pn and pn != pb \
-                    and crm_exit_p("\n".join(l for _, l in cn.lines)):
+            # (the pauses in order: unpatched master's are never below 2 s
+            # and double with the backoff as the other's do, so each is at
+            # least the other's, and one is longer)
+            pn = [int(x) for x in re.findall(r"Restart pause, (\d+) second",
+                                             "\n".join(l for _, l in cn.lines))]
+            pb = [int(x) for x in re.findall(r"Restart pause, (\d+) second",
+                                             "\n".join(l for _, l in cb.lines))]
+            slower = bool(pn) and bool(pb) and min(pb) >= 2 \
+                and all(a <= b for a, b in zip(pn, pb)) and any(a < b for a, b in zip(pn, pb))
+            if not same_exit and (cb.exit_t is None or (cn.exit_t is not None and cb.exit_t > cn.exit_t)) \
+                    and slower and crm_exit_p("\n".join(l for _, l in cn.lines)):
                 same_exit = True
                 res["exceptions"].append("E10-unpatched-restart-pause-2s")
             same = sn[:k] == sb[:k] and same_exit
