@@ -346,7 +346,9 @@ def generate(seed, ipv6=True):
     stoppable = [[i, k] for i, rem in enumerate(remotes) for k, a in enumerate(rem["addrs"])
                  if a["b"] in STOPPABLE and not a.get("late")]
     for _ in range(nev):
-        choices = {"cli-usr1": 12, "cli-hup": 8}
+        # cli-term: SIGTERM to the clients, which ends the run there (in
+        # the probe window with --state-timed: during a phase)
+        choices = {"cli-usr1": 12, "cli-hup": 8, "cli-term": 4}
         if stoppable:
             choices.update({"stop": 10, "restart": 10, "sigstop": 10, "start": 8})
         if c["mgmt"]:
@@ -1581,6 +1583,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         pending = list(sc["events"])
         shift = 0.0                 # --state-timed: how long the events waited
         shift0 = 0.0                # that when the last event fired
+        term_event = None           # a cli-term event: the patched client's state then
         later = []                  # (t, action, ik)
         settle = 1.5
         end_reason = "cap"
@@ -1620,13 +1623,21 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     res.setdefault("rt_classes", []).append(
                         "event-state:%s" % (STATE_OF[w] if hit else "missed (%s)" % w))
                 shift0 = shift
-                if pending[0]["kind"] in ("cli-usr1", "cli-hup") and \
+                if pending[0]["kind"] in ("cli-usr1", "cli-hup", "cli-term") and \
                         not all(cl.started or cl.rc is not None for cl in clients):
                     # a signal before openvpn installed its handlers would
                     # kill it (default action): wait for its first log line
                     break
                 ev = pending.pop(0)
                 ev_log.append((t, ev["kind"], cp.state_connected, cb.state_connected))
+                if ev["kind"] == "cli-term":
+                    # the run ends here: SIGTERM to every client below
+                    term_event = ("in a phase" if cp.in_phase else
+                                  "in an attempt" if cp.in_handshake and not cp.state_connected
+                                  else "connected" if cp.state_connected else "between attempts")
+                    run.note("event SIGTERM to the clients (patched client %s)" % term_event)
+                    t_first_disrupt = t if t_first_disrupt is None else t_first_disrupt
+                    break
                 for eff in run.do_event(ev, clients, mgmts):
                     if eff[0] == "down":
                         # a stopped process stays down until it is started
@@ -1660,6 +1671,10 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     if ik not in stopped:
                         down.pop(ik, None)
                     t_stable = max(t_stable, t)
+            if term_event:
+                end_reason = "SIGTERM event"
+                res.setdefault("rt_classes", []).append("sigterm-event:patched " + term_event)
+                break
             if cp.off > LOG_FLOOD:
                 end_reason = "patched log flood"
                 break
