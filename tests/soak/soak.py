@@ -385,6 +385,9 @@ def generate(seed, ipv6=True):
     # --lport instead of --nobind (1 in 8, an RNG of its own): the probes
     # leave from the connection's port, the shortcut is not used
     c["lport"] = random.Random(seed * 7919 + 37).random() < 0.125
+    # "udp4"/"udp6" for the UDP remotes instead of "udp" (1 in 5, an RNG
+    # of its own): the address family fixed by the configuration
+    c["udp_family"] = random.Random(seed * 7919 + 41).random() < 0.2
     sc["topo"] = gen_topology(seed, sc)
     return sc
 
@@ -694,6 +697,8 @@ def classes(sc):
         cl.append("memory-form:" + (c.get("memory_form") or "normal"))
     if c.get("lport"):
         cl.append("opt:lport")
+    if c.get("udp_family"):
+        cl.append("opt:udp4/udp6")
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -1249,6 +1254,8 @@ class Run:
         out = []
         for rem in self.sc["remotes"]:
             proto = "tcp-client" if rem["proto"] == "tcp" else "udp"
+            if proto == "udp" and self.sc["client"].get("udp_family"):
+                proto = "udp6" if ":" in rem["host"] else "udp4"
             out += ["--remote", rem["host"], str(rem["port"]), proto]
         return out
 
@@ -2283,6 +2290,8 @@ def describe(sc):
                                       else "," + c["memory_form"]))
     if c.get("lport"):
         opts.append("lport")
+    if c.get("udp_family"):
+        opts.append("udp4/6")
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     if sc.get("topo"):
