@@ -388,6 +388,9 @@ def generate(seed, ipv6=True):
     # "udp4"/"udp6" for the UDP remotes instead of "udp" (1 in 5, an RNG
     # of its own): the address family fixed by the configuration
     c["udp_family"] = random.Random(seed * 7919 + 41).random() < 0.2
+    # --management-hold with management (1 in 3, an RNG of its own): the
+    # harness's management client releases each hold at once
+    c["hold"] = bool(c["mgmt"]) and random.Random(seed * 7919 + 43).random() < 1 / 3
     sc["topo"] = gen_topology(seed, sc)
     return sc
 
@@ -699,6 +702,8 @@ def classes(sc):
         cl.append("opt:lport")
     if c.get("udp_family"):
         cl.append("opt:udp4/udp6")
+    if c.get("hold"):
+        cl.append("opt:management-hold")
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -928,6 +933,9 @@ class Mgmt(threading.Thread):
                     line, buf = buf.split(b"\n", 1)
                     line = line.decode(errors="replace").rstrip("\r")
                     self.w("< " + line)
+                    if line.startswith(">HOLD:"):
+                        # --management-hold: start (or go on) at once
+                        self.send("hold release")
                     if line.startswith(">REMOTE:"):
                         f = line[8:].split(",")
                         try:
@@ -1241,6 +1249,8 @@ class Run:
             argv += ["--management", mgmt_addr, str(mgmt_port)]
             if c["mgmt"] == "query":
                 argv += ["--management-query-remote"]
+            if c.get("hold"):
+                argv += ["--management-hold"]
         if patched:
             argv += ["--server-probe"] + ([str(c["margin"])] if c["margin"] is not None else [])
             if c.get("memory") is not None and self.bins.get("client_memory"):
@@ -2292,6 +2302,8 @@ def describe(sc):
         opts.append("lport")
     if c.get("udp_family"):
         opts.append("udp4/6")
+    if c.get("hold"):
+        opts.append("hold")
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     if sc.get("topo"):
