@@ -391,6 +391,15 @@ def generate(seed, ipv6=True):
     # --management-hold with management (1 in 3, an RNG of its own): the
     # harness's management client releases each hold at once
     c["hold"] = bool(c["mgmt"]) and random.Random(seed * 7919 + 43).random() < 1 / 3
+    # a rate-limited probe budget on 1 in 4 patched UDP servers (an RNG of
+    # its own): the first probe is answered, the next ones within the
+    # period are not (as when a herd or a flood spent the budget), while
+    # the server takes connections as before
+    rb = random.Random(seed * 7919 + 47)
+    for rem in sc["remotes"]:
+        for a in rem["addrs"]:
+            if rem["proto"] == "udp" and a["b"] == "patched" and rb.random() < 0.25:
+                a["p"]["budget"] = rb.choice([[1, 5], [1, 30], [2, 10]])
     sc["topo"] = gen_topology(seed, sc)
     return sc
 
@@ -681,6 +690,8 @@ def classes(sc):
         cl.append("remote:" + k)
         for a in rem["addrs"]:
             cl.append("behaviour:%s%s" % (a["b"], "/tcp" if rem["proto"] == "tcp" else ""))
+            if a.get("p", {}).get("budget"):
+                cl.append("behaviour:patched, probe budget spent")
     cl.append("opt:margin" if c["margin"] is not None else "opt:no-margin")
     for o in ("preresolve", "persist_remote_ip", "remote_random", "ping"):
         if c[o]:
@@ -1154,6 +1165,8 @@ class Run:
             extra = []
             if b == "patched" and proto == "udp":
                 extra = ["--server-probe-reply"] + [str(x) for x in a["p"]["reply"]]
+                if a["p"].get("budget"):
+                    extra += ["--server-probe-budget"] + [str(x) for x in a["p"]["budget"]]
             if b == "off":
                 extra = ["--server-probe-reply", "off"]
             if b == "full":
@@ -2284,6 +2297,8 @@ def describe(sc):
     for rem in sc["remotes"]:
         rems.append("%s:%d/%s[%s]" % (rem["host"], rem["port"], rem["proto"],
                                       ",".join(a["b"] + ("(late)" if a.get("late") else "")
+                                               + ("(budget %d/%ds)" % tuple(a["p"]["budget"])
+                                                  if a.get("p", {}).get("budget") else "")
                                                + ("@" + a["ip"] if rem.get("name") else "")
                                                for a in rem["addrs"]) or "NXDOMAIN"))
     opts = ["wrap=" + sc["wrap"], "ct=%d" % c["connect_timeout"], "hw=%d" % c["hand_window"],
