@@ -1980,6 +1980,24 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # stuck there; the patched one must not: E6 is gone, issue 24)
         else:
             bound = (t_stable + pl["bound"]) if t_stable > 0 else pl["bound0"]
+            # E11, on the logs' evidence: with --lport a client that comes
+            # back from the same port to a server that still holds its last
+            # session gets no PUSH_REPLY there (upstream, server and client
+            # unpatched alike) and gives up on it after the push timeout:
+            # each such attempt after the last disruption is charged
+            if c.get("lport"):
+                t_att, e11 = None, 0.0
+                for t, line in cp.lines:
+                    if t < t_stable:
+                        continue
+                    if RE_ATTEMPT.search(line):
+                        t_att = t
+                    elif "SIGUSR1[soft,no-push-reply]" in line and t_att is not None:
+                        e11 += t - t_att
+                        t_att = None
+                if e11 > 0:
+                    bound += e11
+                    res["exceptions"].append("E11-lport-server-holds-the-session")
             if cp.state_connected:
                 check("connected within the bound", True)
             elif t_end >= bound:
