@@ -391,6 +391,11 @@ def generate(seed, ipv6=True):
     # --management-hold with management (1 in 3, an RNG of its own): the
     # harness's management client releases each hold at once
     c["hold"] = bool(c["mgmt"]) and random.Random(seed * 7919 + 43).random() < 1 / 3
+    # a silent name server (1 in 4 of the scenarios with a name that does
+    # not resolve, an RNG of its own): each lookup of such a name takes
+    # the resolver's timeout instead of failing at once
+    c["dns"] = "silent" if any(rem["kind"] == "nx" for rem in sc["remotes"]) \
+        and random.Random(seed * 7919 + 53).random() < 0.25 else None
     # a rate-limited probe budget on 1 in 4 patched UDP servers (an RNG of
     # its own): the first probe is answered, the next ones within the
     # period are not (as when a herd or a flood spent the budget), while
@@ -620,6 +625,9 @@ def plan(sc):
     c = sc["client"]
     names = [rem for rem in sc["remotes"] if rem.get("name") or rem["kind"] == "nx"]
     phase = 1.0 + (1.0 if names and not c["preresolve"] else 0.0)
+    dns_s = 1.5 if c.get("dns") == "silent" else 0.0    # a lookup that times out
+    if names and dns_s:
+        phase += 0.5
     pause = c["connect_retry"][0]
     nongood_p = 0.0     # all non-working addresses once, for the patched client
     nongood_b = 0.0
@@ -628,8 +636,8 @@ def plan(sc):
         if i in c["skip"]:
             continue
         if rem["kind"] == "nx":
-            nongood_p += pause + 1.0
-            nongood_b += pause + 1.0
+            nongood_p += pause + 1.0 + dns_s
+            nongood_b += pause + 1.0 + dns_s
             continue
         for a in rem["addrs"]:
             if addr_good(sc, rem, a):
@@ -715,6 +723,8 @@ def classes(sc):
         cl.append("opt:udp4/udp6")
     if c.get("hold"):
         cl.append("opt:management-hold")
+    if c.get("dns"):
+        cl.append("dns:" + c["dns"])
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -757,9 +767,12 @@ def setup_namespace(nsdir):
     with open(hosts, "w") as f:
         f.write("127.0.0.1 localhost\n")
     with open(resolv, "w") as f:
-        # nothing listens on 127.0.0.1:53: every lookup that is not in
-        # /etc/hosts fails at once (ICMP port unreachable)
-        f.write("nameserver 127.0.0.1\noptions attempts:1 timeout:1\n")
+        f.write(resolv_text(None))
+    # the silent name server of the "dns:silent" scenarios: it takes every
+    # query and answers none
+    global DNS_SINK
+    DNS_SINK = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    DNS_SINK.bind((DNS_SILENT, 53))
     for src, dst in ((hosts, "/etc/hosts"), (resolv, "/etc/resolv.conf")):
         out = sh("mount", "--bind", src, dst)
         if out.returncode != 0:
@@ -768,7 +781,23 @@ def setup_namespace(nsdir):
     return hosts, ipv6
 
 
+DNS_SILENT = "127.0.0.53"
+DNS_SINK = None
+
+
+def resolv_text(dns):
+    """/etc/resolv.conf: by default nothing listens on 127.0.0.1:53, so
+    every lookup that is not in /etc/hosts fails at once (ICMP port
+    unreachable); "silent": a name server that never answers, so such a
+    lookup takes the resolver's timeout (1 s)"""
+    return "nameserver %s\noptions attempts:1 timeout:1\n" % (
+        DNS_SILENT if dns == "silent" else "127.0.0.1")
+
+
 def write_hosts(path, sc):
+    # (the resolver's configuration beside it, in place as well)
+    with open(os.path.join(os.path.dirname(path), "resolv.conf"), "w") as f:
+        f.write(resolv_text(sc["client"].get("dns")))
     lines = ["127.0.0.1 localhost"]
     for rem in sc["remotes"]:
         if rem.get("name"):
@@ -2337,6 +2366,8 @@ def describe(sc):
         opts.append("udp4/6")
     if c.get("hold"):
         opts.append("hold")
+    if c.get("dns"):
+        opts.append("dns=" + c["dns"])
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     if sc.get("topo"):
