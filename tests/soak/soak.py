@@ -684,6 +684,21 @@ def plan(sc):
             "exc": exc_cost, "cap": cap, "good": good, "nongood_b": nongood_b}
 
 
+def client_extras(c):
+    """the client dimensions of 2026-12-04 a scenario has: (class, short
+    form for its description line)"""
+    out = []
+    if c.get("lport"):
+        out.append(("opt:lport", "lport"))
+    if c.get("udp_family"):
+        out.append(("opt:udp4/udp6", "udp4/6"))
+    if c.get("hold"):
+        out.append(("opt:management-hold", "hold"))
+    if c.get("dns"):
+        out.append(("dns:" + c["dns"], "dns=" + c["dns"]))
+    return out
+
+
 def classes(sc):
     """the classes a scenario counts for (results table)"""
     cl = ["template:" + sc["template"], "wrap:" + sc["wrap"],
@@ -717,14 +732,7 @@ def classes(sc):
     cl.append("opt:memory-file" if c.get("memory") is not None else "opt:no-memory-file")
     if c.get("memory") is not None:
         cl.append("memory-form:" + (c.get("memory_form") or "normal"))
-    if c.get("lport"):
-        cl.append("opt:lport")
-    if c.get("udp_family"):
-        cl.append("opt:udp4/udp6")
-    if c.get("hold"):
-        cl.append("opt:management-hold")
-    if c.get("dns"):
-        cl.append("dns:" + c["dns"])
+    cl += [cls for cls, _ in client_extras(c)]
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
         cl.append("event-window:" + e["window"])
@@ -2360,14 +2368,7 @@ def describe(sc):
     if c.get("memory") is not None:
         opts.append("memfile=%d%s" % (len(c["memory"]), "" if c.get("memory_form") in (None, "normal")
                                       else "," + c["memory_form"]))
-    if c.get("lport"):
-        opts.append("lport")
-    if c.get("udp_family"):
-        opts.append("udp4/6")
-    if c.get("hold"):
-        opts.append("hold")
-    if c.get("dns"):
-        opts.append("dns=" + c["dns"])
+    opts += [short for _, short in client_extras(c)]
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
     if sc.get("topo"):
