@@ -29,6 +29,10 @@
 #   (c2) no address answers, the name's first address refused (closed
 #       port), its second live but silent (--server-probe-reply off): the
 #       connection tries the second first (not --connect-timeout later);
+#   (c3) management skips the probe's winner and takes a name whose
+#       first address is refused, its second live: the connection tries
+#       the live one first (with --persist-remote-ip a refused first
+#       address trapped the client: soak seed 2825446);
 #   (d) the phase deadline: with a dead target the phase takes 0.9-1.5 s;
 #       when every target answers it ends within the slowest RTT + 150 ms;
 #   (e) the shortcut over IPv6 ([::1] server and relay);
@@ -308,6 +312,45 @@ fi
 report "order.test: the refused 127.0.0.4 is tried last, the silent live 127.0.0.5 first: connected in ${ms:-?} ms" \
     "$why" co
 tb_stop co; tb_stop rsilent; tb_stop so
+
+# (c3) management skips the probe's winner (--management-query-remote
+# "remote SKIP") and takes a name whose first address is refused (closed
+# port), its second live: the connection tries the live one first.  With
+# --persist-remote-ip every failed attempt runs a phase and a new pass
+# from the top, so a refused first address would be tried again and
+# again (soak seed 2825446)
+tb_log "(c3) management skips the winner; the next name's refused address goes last"
+SW=$(tb_port 28) PN=$(tb_port 29) MN=$(tb_port 34)
+tb_server sw "$SW" -- --ping 1 --server-probe-reply 0 50 10
+tb_server sn "$PN" -- --ping 1 --server-probe-reply 0 50 100
+printf '127.0.0.6 skip.test\n127.0.0.7 skip.test\n' >>"$TB_DIR/hosts"
+tb_relay rn "127.0.0.7:$PN" "127.0.0.1:$PN"
+tb_client cn --bin "$TB_DIR/patched-hosts" -- --remote 127.0.0.1 "$SW" udp4 \
+    --remote skip.test "$PN" udp4 --server-probe --persist-remote-ip --connect-timeout 4 \
+    --connect-retry 1 1 --ping 1 --management 127.0.0.1 "$MN" --management-query-remote
+tb__spawn mn "${ST[@]}" mgmt-accept --connect "127.0.0.1:$MN" --delay 0 --remote "SKIP;ACCEPT" \
+    --log "$TB_DIR/mn.log" --max-seconds 60
+why=""
+if ! ms=$(tb_wait_connected cn 30 2>/dev/null); then
+    why="did not connect"
+else
+    first=$(grep -m1 -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/cn.log")
+    winner=$(sed -n 's/.*first remote now \([0-9.:]*\).*/\1/p' "$TB_DIR/cn.log" | head -n1)
+    if [ "$winner" != "127.0.0.1:$SW" ]; then
+        why="the probe's winner was '$winner', not 127.0.0.1:$SW (priority 10)"
+    elif ! grep -q "> remote SKIP" "$TB_DIR/mn.log"; then
+        why="management never skipped a remote"
+    elif ! has cn "connecting to skip.test: trying its refused addresses last"; then
+        why="no 'trying its refused addresses last' line"
+    elif [ "$first" != "link remote: [AF_INET]127.0.0.7:$PN" ]; then
+        why="the first attempt went to '${first#link remote: }', not 127.0.0.7:$PN"
+    elif [ "$(tb_connected_server cn)" != "127.0.0.7:$PN" ]; then
+        why="connected to $(tb_connected_server cn), not 127.0.0.7:$PN"
+    fi
+fi
+report "skip.test after a SKIP: the refused 127.0.0.6 goes last, connected to 127.0.0.7 in ${ms:-?} ms" \
+    "$why" cn mn
+tb_stop cn; tb_stop mn; tb_stop rn; tb_stop sw; tb_stop sn
 
 # ------------------------------------------------------------------ (d)
 tb_log "(d) the probe phase: deadline with a dead target, early end when all answered"
