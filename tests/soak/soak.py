@@ -28,6 +28,7 @@ namespaces).  All traffic stays on loopback in a private network namespace.
 
 import argparse
 import ctypes
+import glob
 import json
 import os
 import random
@@ -2453,8 +2454,28 @@ def write_results(path, results, class_count, class_fail, bins, t_spent, seeds_d
                    "bins": {k: v for k, v in bins.items() if k.endswith("_orig")}}, f)
 
 
-def pick_seed(rng, class_count, ipv6, uniform, candidates=16):
-    """--minutes: the next seed. Seeds are drawn at random; of 16 drawn,
+def shared_counts(path, own):
+    """--jobs: the class counts of this worker and of its siblings (each
+    writes its own to RESULTS.jobN.counts after every scenario), so that
+    the workers steer towards the classes rare in the whole run"""
+    base, sep, _ = path.rpartition(".job")
+    if not sep:
+        return own
+    total = dict(own)
+    for f in glob.glob(glob.escape(base) + ".job*.counts"):
+        if f == path + ".counts":
+            continue
+        try:
+            with open(f) as fp:
+                for k, v in json.load(fp).items():
+                    total[k] = total.get(k, 0) + int(v)
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def pick_seed(rng, class_count, ipv6, uniform, candidates=48):
+    """--minutes: the next seed. Seeds are drawn at random; of 48 drawn,
     the one whose scenario covers the classes seen least so far, per
     square root of its time cap, is run (each class wants to be
     exercised, not just the common ones). Any seed
@@ -2478,6 +2499,8 @@ def run_jobs(a):
     results are merged into one table"""
     path = a.results or os.path.join(OUT, "results.md")
     os.makedirs(OUT, exist_ok=True)
+    for f in glob.glob(glob.escape(path) + ".job*.counts"):
+        os.unlink(f)
     procs = []
     for k in range(a.jobs):
         argv = [sys.executable, os.path.abspath(__file__), "--minutes", str(a.minutes),
@@ -2655,7 +2678,7 @@ def main():
             else:
                 if time.monotonic() >= deadline:
                     break
-                seed = pick_seed(rng, class_count, ipv6, a.uniform)
+                seed = pick_seed(rng, shared_counts(path, class_count), ipv6, a.uniform)
             i += 1
             sc = generate(seed, ipv6)
             print("# seed %d: %s" % (seed, describe(sc)), flush=True)
@@ -2667,6 +2690,10 @@ def main():
                 class_count[cl] = class_count.get(cl, 0) + 1
                 if r["failures"]:
                     class_fail[cl] = class_fail.get(cl, 0) + 1
+            if seeds is None:
+                with open(path + ".counts.tmp", "w") as f:
+                    json.dump(class_count, f)
+                os.replace(path + ".counts.tmp", path + ".counts")
             fig = "patched %s, unpatched %s, end %s at %ss" % (
                 "%.2fs" % r["t_p"] if r.get("t_p") is not None else "-",
                 "%.2fs" % r["t_b"] if r.get("t_b") is not None else "-", r.get("end"), r.get("t_end"))
