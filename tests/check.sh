@@ -474,6 +474,12 @@ if [ $have_master = 1 ]; then
     for t in $ASAN_E2E; do
         lane_step "master/asan/e2e/${t#t_}" 600 asan_e2e master "$t"
     done
+    # the soak's fixed seeds on the master ASan build, against unpatched
+    # master (seeds 2254358, 2825446 and 7105061 were found there)
+    lane_step master/asan/soak 900 env SOAK_BIN="$top/build/bin/openvpn-master-asan" \
+        SOAK_BASELINE="$top/build/bin/openvpn-master-baseline" \
+        SOAK_SERVER_BIN="$top/build/bin/openvpn-master" SOAK_OUT="$top/build/soak-master" \
+        "$top/tests/soak/soak.py" --check
     # the 2.7 series in the same lane (S27_E2E: its e2e tests; the whole
     # suite with S27_E2E=all)
     if [ -s "$top/patches/2.7/series" ]; then
