@@ -419,6 +419,15 @@ def generate(seed, ipv6=True):
             if rem["proto"] == "udp" and a["b"] == "patched" and rb.random() < 0.25:
                 a["p"]["budget"] = rb.choice([[1, 5], [1, 30], [2, 10]])
     sc["topo"] = gen_topology(seed, sc)
+    # --user nobody --group nogroup --persist-key, for all three clients
+    # (1 in 8 of the loopback scenarios, an RNG of its own): after the
+    # privileges are dropped the memory file's directory is not the
+    # client's to write (an unwritable --server-probe-persist), and a
+    # SIGHUP cannot read the keys again (both clients alike)
+    c["user"] = sc["topo"] is None and random.Random(seed * 7919 + 59).random() < 0.125
+    # SIGINT instead of SIGTERM to end the run (and for a "cli-term"
+    # event), 1 in 4, an RNG of its own: Ctrl-C, the same exit path
+    c["sigint"] = random.Random(seed * 7919 + 61).random() < 0.25
     return sc
 
 
@@ -709,6 +718,10 @@ def client_extras(c):
         out.append(("opt:management-hold", "hold"))
     if c.get("dns"):
         out.append(("dns:" + c["dns"], "dns=" + c["dns"]))
+    if c.get("user"):
+        out.append(("opt:user", "user"))
+    if c.get("sigint"):
+        out.append(("signal:SIGINT at the end", "SIGINT"))
     return out
 
 
@@ -1308,6 +1321,8 @@ class Run:
             argv += ["--persist-remote-ip"]
         if c["remote_random"]:
             argv += ["--remote-random"]
+        if c.get("user"):
+            argv += ["--user", "nobody", "--group", "nogroup", "--persist-key"]
         if mgmt_port:
             argv += ["--management", mgmt_addr, str(mgmt_port)]
             if c["mgmt"] == "query":
@@ -1827,7 +1842,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         tt = time.monotonic()
         for cl in clients:
             if cl.rc is None:
-                cl.proc.signal(signal.SIGTERM)
+                # SIGINT instead in some scenarios: the same exit path
+                cl.proc.signal(signal.SIGINT if c.get("sigint") else signal.SIGTERM)
         for cl in clients:
             if cl.rc is not None:
                 continue
