@@ -423,11 +423,9 @@ def generate(seed, ipv6=True):
     # three clients (1 in 8 of the loopback scenarios, an RNG of its own):
     # after the privileges are dropped the memory file's directory is not
     # the client's to write (an unwritable --server-probe-persist), and a
-    # SIGHUP cannot read the keys again (both clients alike).  Without
-    # --persist-tun (OpenVPN warns "this may cause restarts to fail") the
-    # unpatched client too never completes a session after a restart as
-    # nobody (seed 7741054: PUSH_REQUEST, then "Key ... not initialized"
-    # until ping-restart, again and again): not a setup anybody runs
+    # SIGHUP cannot read the keys again (both clients alike).  With
+    # --persist-tun, as a setup that drops privileges runs (OpenVPN warns
+    # without it: "this may cause restarts to fail")
     c["user"] = sc["topo"] is None and random.Random(seed * 7919 + 59).random() < 0.125
     # SIGINT instead of SIGTERM to end the run (and for a "cli-term"
     # event), 1 in 4, an RNG of its own: Ctrl-C, the same exit path
@@ -2071,17 +2069,21 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             # with --ping-restart, on "Inactivity timeout" first ("Key ...
             # not initialized" meanwhile): each such attempt after the last
             # disruption, one that got no PUSH_REPLY, is charged
+            # (a ping-restart only after data of the server's old session,
+            # "Key ... not initialized", came in that attempt)
             if c.get("lport"):
-                t_att, e11 = None, 0.0
+                t_att, stale, e11 = None, False, 0.0
                 for t, line in cp.lines:
                     if t < t_stable:
                         continue
                     if RE_ATTEMPT.search(line):
-                        t_att = t
+                        t_att, stale = t, False
                     elif "PUSH: Received control message" in line:
                         t_att = None
+                    elif "not initialized (yet), dropping packet" in line:
+                        stale = True
                     elif t_att is not None and ("SIGUSR1[soft,no-push-reply]" in line
-                                                or "SIGUSR1[soft,ping-restart]" in line):
+                                                or (stale and "SIGUSR1[soft,ping-restart]" in line)):
                         e11 += t - t_att
                         t_att = None
                 if e11 > 0:
