@@ -60,6 +60,12 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # of a name: "oob_client: when no address answers, try the refused
      # ones last")
      432531, 6206077,
+     # 6206077 with its first address closed from the start (as the
+     # ASan client saw it on a loaded machine): the orders of the remotes
+     # after the first lasted one attempt, the pass reached the name at
+     # its refused address, for good ("oob_client: keep the refused-last
+     # orders of the other remotes for the pass")
+     6206078,
      # routed, --persist-tun, redirect-gateway, the connected server
      # stopped for 60 s: the series before its reconnect fixes never
      # reaches the live server (issue 24's field bug)
