@@ -20,6 +20,13 @@ if [ "$applied" != "$listed" ]; then
     exit 1
 fi
 echo "series-check: $applied patch(es) apply with git am onto the base ($BASE_NAME: $BASE_KIND $BASE_PIN)"
+# no left-overs of a merge or of patch(1) in any commit of the series
+stray=$(git -C "$tmp/tree" log --format= --name-only --diff-filter=AM upstream..HEAD |
+    grep -E '\.(orig|rej|bak|swp)$|~$' | sort -u || true)
+if [ -n "$stray" ]; then
+    echo "series-check: the series adds files that are no source:" $stray >&2
+    exit 1
+fi
 if [ -d "$wt/.git" ]; then
     a=$(git -C "$tmp/tree" rev-parse 'HEAD^{tree}')
     b=$(git -C "$wt" rev-parse 'HEAD^{tree}')
