@@ -131,36 +131,70 @@ step()
 }
 
 # A lane runs steps in the background, one after the other, while the
-# main sequence goes on (the e2e tests of the two series mostly wait on
-# timers, each in network namespaces of its own); lane_collect waits for
-# the lane and reports its steps in their order.
-#   lane_start; lane_step NAME TIMEOUT CMD...; ...; lane_end
+# main sequence goes on (the e2e tests of the series mostly wait on timers,
+# each in network namespaces of its own); lane_collect waits for the lane
+# and reports its steps in their order. Two lanes run: "builds" (every
+# build besides the ones make check starts from, at the lowest CPU
+# priority, so the tests in the other lanes go first) and "master" (the
+# e2e tests of the master and 2.7 series).
+#   lane_start NAME; lane_step NAME TIMEOUT CMD...; lane_wait STEP; ...; lane_end
 #   ... other steps ...
-#   lane_collect
-lane_names=()
+#   lane_collect NAME
+# A step that needs another lane's step (a build) waits for it with
+# wait_for STEP (not counted in its time), and runs through
+# "after STEP CMD...", which fails it when STEP failed.
+declare -A lane_pids=() lane_steps=()
 lane_cmds=()
-lane_pid=""
-lane_start() { lane_names=(); lane_cmds=(); }
+lane_cur=""
+lane_start() { lane_cur=$1; lane_cmds=(); lane_steps[$1]=""; }
 lane_step()
 {
     selected "$1" || return 0
-    lane_names+=("$1")
-    lane_cmds+=("$(printf '%q ' "$@")")
+    lane_steps[$lane_cur]+="$1 "
+    lane_cmds+=("step_run $(printf '%q ' "$@")")
 }
+lane_wait() { lane_cmds+=("wait_for $(printf '%q' "$1")"); }
 lane_end()
 {
     [ ${#lane_cmds[@]} -gt 0 ] || return 0
     local c
-    ( for c in "${lane_cmds[@]}"; do eval "step_run $c"; done ) &
-    lane_pid=$!
+    ( for c in "${lane_cmds[@]}"; do eval "$c"; done ) &
+    lane_pids[$lane_cur]=$!
 }
 lane_collect()
 {
     local n
-    [ -n "$lane_pid" ] && wait "$lane_pid"
-    lane_pid=""
-    for n in "${lane_names[@]}"; do step_report "$n"; done
-    lane_names=()
+    [ -n "${lane_pids[$1]:-}" ] && wait "${lane_pids[$1]}"
+    unset "lane_pids[$1]"
+    for n in ${lane_steps[$1]:-}; do step_report "$n"; done
+    lane_steps[$1]=""
+}
+# wait_for STEP: until STEP (in a lane) has its result; at once when
+# check.sh -k filters STEP out (what build/ holds then is used)
+wait_for()
+{
+    local f="$logs/${1//\//_}.log.rc" n=0
+    while [ ! -e "$f" ] && [ $n -lt 2700 ]; do
+        if [ -n "${filter:-}" ] && ! [[ "$1" =~ $filter ]]; then return 0; fi
+        sleep 2
+        n=$((n + 1))
+    done
+}
+# after STEP CMD...: CMD once STEP passed (a step that needs a build)
+after()
+{
+    local dep=$1 f rc
+    shift
+    f="$logs/${dep//\//_}.log.rc"
+    wait_for "$dep"
+    if [ -e "$f" ]; then
+        read -r rc _ <"$f"
+        [ "$rc" = 0 ] || { echo "FAIL: this step needs $dep, which failed (rc $rc)"; return 1; }
+    elif [ -z "${filter:-}" ] || [[ "$dep" =~ $filter ]]; then
+        echo "FAIL: this step needs $dep, which has no result"
+        return 1
+    fi
+    "$@"
 }
 
 # worktree [BASE]: the base's work tree (build/openvpn for 2.6, what
@@ -304,58 +338,14 @@ ci_no_skip()
     return $rc
 }
 
-export top obj allow_dirty in_ci
-export -f upstream_script t_net worktree series_check ci_no_skip
+export top obj allow_dirty in_ci logs filter
+export -f upstream_script t_net worktree series_check ci_no_skip wait_for after
 
 if [ ! -x "$obj/src/openvpn/openvpn" ]; then
     echo "check: no build in $obj; run 'make check' (it builds first)" >&2
     exit 2
 fi
 
-step worktree            60 worktree
-step series-check       300 series_check
-step style              120 python3 "$top/scripts/style.py"
-if [ -z "$filter" ] || [[ unit =~ $filter ]]; then
-    # one result per unit test driver, as upstream's harness reports them
-    t0=$(date +%s)
-    unit_tests >"$logs/unit-tests.log" 2>&1
-    urc=$?
-    t=$(( $(date +%s) - t0 ))
-    n=0 ufail=0
-    declare -A seen=() want=()
-    mapfile -t expected < <(expected_drivers)
-    for drv in "${expected[@]}"; do want[$drv]=1; done
-    echo "check: expected drivers: ${expected[*]}" >>"$logs/unit-tests.log"
-    # upstream uses automake's serial harness: one "RESULT: driver" line each
-    while read -r res drv; do
-        n=$((n + 1))
-        seen[$drv]=$res
-        case $res in
-            PASS:) result "unit/$drv" 0 "$logs/unit-tests.log" "-" ;;
-            SKIP:) if [ -n "${want[$drv]:-}" ]; then
-                       # a driver this build must run may not skip
-                       ufail=$((ufail + 1))
-                       result "unit/$drv (skipped, but it applies to this build)" 1 "$logs/unit-tests.log" "-"
-                   else
-                       result "unit/$drv" 77 "$logs/unit-tests.log" "-" "skipped by upstream's harness"
-                   fi ;;
-            *)     ufail=$((ufail + 1)); result "unit/$drv" 1 "$logs/unit-tests.log" "-" ;;
-        esac
-    done < <(grep -E '^(PASS|FAIL|XPASS|XFAIL|ERROR|SKIP): [A-Za-z0-9_.-]+_testdriver$' "$logs/unit-tests.log")
-    # every driver that applies to this build must have reported
-    missing=()
-    for drv in "${expected[@]}"; do
-        [ -n "${seen[$drv]:-}" ] || missing+=("$drv")
-    done
-    if [ ${#missing[@]} -gt 0 ]; then
-        echo "check: these drivers did not report a result: ${missing[*]}" >>"$logs/unit-tests.log"
-        result "unit-tests (no result from: ${missing[*]})" 1 "$logs/unit-tests.log" "$t"
-    elif [ $n -eq 0 ] || { [ $urc -ne 0 ] && [ $ufail -eq 0 ]; }; then
-        result "unit-tests (build/harness, rc $urc)" 1 "$logs/unit-tests.log" "$t"
-    fi
-    c_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/unit-tests.log" | awk '{s+=$1} END {print s+0}')
-    echo "     (cmocka: ${c_pass:-0} test cases passed in $n drivers, ${t}s)"
-fi
 # the master series (patches/master/, build/openvpn-master): the same
 # checks of the work tree, the series and the style (clang-format 21.1.8),
 # its unit tests under autotools (every driver PASS) and under CMake
@@ -432,6 +422,12 @@ asan_e2e()
 # memory, failover, hostile replies, the field test bed
 ASAN_E2E=${ASAN_E2E:-t_memory_evidence t_memory t_failover t_reconnect t_hostile t_field}
 export ASAN_E2E
+# asan_covers TEST: TEST runs on the ASan builds (not twice: once there is
+# enough; E2E_PLAIN_ALL=1 runs the whole suite on the plain builds too)
+asan_covers()
+{
+    [ "${E2E_PLAIN_ALL:-0}" != 1 ] && [[ " $ASAN_E2E " == *" $1 "* ]]
+}
 # the 2.7 series (patches/2.7/, build/openvpn-2.7): the backport of the
 # master series to v2.7.6, the same code (scripts/series-diff.sh)
 s27_unit()
@@ -450,33 +446,112 @@ s27_e2e()
         TB_ROOT="$top/build/testbed-2.7" "$top/tests/e2e/$1.sh"
 }
 export -f master_unit master_cmake master_e2e master_small asan_e2e s27_unit s27_e2e
+
+# the builds upstream's CI makes besides this one: mbed TLS (built, its
+# unit tests, and the e2e interop test of the mbed TLS openvpn with the
+# unpatched OpenSSL one in all wrap modes) and --disable-management
+# --enable-small (built)
+# (the build is the step variant/mbedtls-build of the builds lane)
+variant_mbedtls()
+{
+    timeout --kill-after=10 300 make -C "$top/build/obj/mbedtls/src/tests/unit_tests" check 2>&1 |
+        tee /dev/stderr | grep -E '^(PASS|FAIL|ERROR|XPASS): .*_testdriver$' >"$logs/variant-mbedtls.results"
+    local rc=${PIPESTATUS[0]}
+    cat "$logs/variant-mbedtls.results"
+    [ $rc -eq 0 ] && ! grep -qvE '^PASS:' "$logs/variant-mbedtls.results" &&
+        grep -q '^PASS: ssl_shortcut_testdriver' "$logs/variant-mbedtls.results" &&
+        grep -q '^PASS: oob_testdriver' "$logs/variant-mbedtls.results" || return 1
+    TB_BIN="$top/build/bin/openvpn-mbedtls" TB_ROOT="$top/build/testbed-mbedtls" \
+        "$top/tests/e2e/t_interop.sh"
+}
+export -f variant_mbedtls
+
 have_master=0
 [ -s "$top/patches/master/series" ] && have_master=1
+# the lane of the builds: the sanitizer builds first (the ASan e2e tests
+# and the soak wait for them), then the builds that upstream's CI makes
+# besides the default one; all at nice 19 beside the tests
+lane_start builds
+lane_step asan/build 1500 nice -n 19 "$top/scripts/build.sh" asan
+[ $have_master = 1 ] &&
+    lane_step master/asan/build 1500 nice -n 19 env BASE=master "$top/scripts/build.sh" asan
+lane_step soak/prereconnect-build 900 nice -n 19 "$top/scripts/build.sh" prereconnect
+lane_step variant/mbedtls-build 900 nice -n 19 "$top/scripts/build.sh" mbedtls
+lane_step variant/small 900 nice -n 19 "$top/scripts/build.sh" small
+if [ $have_master = 1 ]; then
+    lane_step master/cmake        1200 nice -n 19 bash -c master_cmake
+    lane_step master/variant/small 900 nice -n 19 bash -c master_small
+fi
+lane_end
+
+step worktree            60 worktree
+step series-check       300 series_check
+step style              120 python3 "$top/scripts/style.py"
+if [ -z "$filter" ] || [[ unit =~ $filter ]]; then
+    # one result per unit test driver, as upstream's harness reports them
+    t0=$(date +%s)
+    unit_tests >"$logs/unit-tests.log" 2>&1
+    urc=$?
+    t=$(( $(date +%s) - t0 ))
+    n=0 ufail=0
+    declare -A seen=() want=()
+    mapfile -t expected < <(expected_drivers)
+    for drv in "${expected[@]}"; do want[$drv]=1; done
+    echo "check: expected drivers: ${expected[*]}" >>"$logs/unit-tests.log"
+    # upstream uses automake's serial harness: one "RESULT: driver" line each
+    while read -r res drv; do
+        n=$((n + 1))
+        seen[$drv]=$res
+        case $res in
+            PASS:) result "unit/$drv" 0 "$logs/unit-tests.log" "-" ;;
+            SKIP:) if [ -n "${want[$drv]:-}" ]; then
+                       # a driver this build must run may not skip
+                       ufail=$((ufail + 1))
+                       result "unit/$drv (skipped, but it applies to this build)" 1 "$logs/unit-tests.log" "-"
+                   else
+                       result "unit/$drv" 77 "$logs/unit-tests.log" "-" "skipped by upstream's harness"
+                   fi ;;
+            *)     ufail=$((ufail + 1)); result "unit/$drv" 1 "$logs/unit-tests.log" "-" ;;
+        esac
+    done < <(grep -E '^(PASS|FAIL|XPASS|XFAIL|ERROR|SKIP): [A-Za-z0-9_.-]+_testdriver$' "$logs/unit-tests.log")
+    # every driver that applies to this build must have reported
+    missing=()
+    for drv in "${expected[@]}"; do
+        [ -n "${seen[$drv]:-}" ] || missing+=("$drv")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "check: these drivers did not report a result: ${missing[*]}" >>"$logs/unit-tests.log"
+        result "unit-tests (no result from: ${missing[*]})" 1 "$logs/unit-tests.log" "$t"
+    elif [ $n -eq 0 ] || { [ $urc -ne 0 ] && [ $ufail -eq 0 ]; }; then
+        result "unit-tests (build/harness, rc $urc)" 1 "$logs/unit-tests.log" "$t"
+    fi
+    c_pass=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$logs/unit-tests.log" | awk '{s+=$1} END {print s+0}')
+    echo "     (cmocka: ${c_pass:-0} test cases passed in $n drivers, ${t}s)"
+fi
 if [ $have_master = 1 ]; then
     step master/worktree       60 worktree master
     step master/series-check  300 series_check master
     step master/style         300 env BASE=master python3 "$top/scripts/style.py"
     step master/style-commits 300 env BASE=master "$top/scripts/style-commits.sh"
     step master/unit-tests    700 master_unit
-    # a lane beside the rest of the 2.6 steps: master's CMake build and
-    # ctest, its --disable-management --enable-small build (both at the
-    # lowest CPU priority: the tests in the foreground go first), then the
-    # e2e suite against the master build (MASTER_E2E="t_a t_b": only those)
-    lane_start
-    lane_step master/cmake        1200 nice -n 19 bash -c master_cmake
-    lane_step master/variant/small 900 nice -n 19 bash -c master_small
+    # a lane beside the rest of the 2.6 steps: the e2e suite against the
+    # master build (MASTER_E2E="t_a t_b": only those; the tests of
+    # ASAN_E2E run on the ASan build only), those of ASAN_E2E against the
+    # ASan+UBSan build, the soak's fixed seeds on it, then the 2.7 series'
+    # e2e tests; master's CMake and small builds are in the builds lane
+    lane_start master
     for t in ${MASTER_E2E:-$(cd "$top/tests/e2e" && ls t_*.sh | sed 's/\.sh$//')}; do
         [ "$t" = t_cross ] && continue
+        asan_covers "$t" && continue
         lane_step "master/e2e/${t#t_}" 600 master_e2e "$t"
     done
-    # the ASan+UBSan build of the master series and its e2e tests
-    lane_step master/asan/build 1500 nice -n 19 env BASE=master "$top/scripts/build.sh" asan
+    lane_wait master/asan/build
     for t in $ASAN_E2E; do
-        lane_step "master/asan/e2e/${t#t_}" 600 asan_e2e master "$t"
+        lane_step "master/asan/e2e/${t#t_}" 600 after master/asan/build asan_e2e master "$t"
     done
     # the soak's fixed seeds on the master ASan build, against unpatched
     # master (seeds 2254358, 2825446 and 7105061 were found there)
-    lane_step master/asan/soak 900 env SOAK_BIN="$top/build/bin/openvpn-master-asan" \
+    lane_step master/asan/soak 900 after master/asan/build env SOAK_BIN="$top/build/bin/openvpn-master-asan" \
         SOAK_BASELINE="$top/build/bin/openvpn-master-baseline" \
         SOAK_SERVER_BIN="$top/build/bin/openvpn-master" SOAK_OUT="$top/build/soak-master" \
         "$top/tests/soak/soak.py" --check
@@ -502,27 +577,6 @@ if [ -s "$top/patches/2.7/series" ]; then
     step 2.7/series-diff    60 "$top/scripts/series-diff.sh" "$top/build/openvpn-master" "$top/build/openvpn-2.7"
 fi
 
-# the builds upstream's CI makes besides this one: mbed TLS (built, its
-# unit tests, and the e2e interop test of the mbed TLS openvpn with the
-# unpatched OpenSSL one in all wrap modes) and --disable-management
-# --enable-small (built)
-variant_mbedtls()
-{
-    "$top/scripts/build.sh" mbedtls || return 1
-    timeout --kill-after=10 300 make -C "$top/build/obj/mbedtls/src/tests/unit_tests" check 2>&1 |
-        tee /dev/stderr | grep -E '^(PASS|FAIL|ERROR|XPASS): .*_testdriver$' >"$logs/variant-mbedtls.results"
-    local rc=${PIPESTATUS[0]}
-    cat "$logs/variant-mbedtls.results"
-    [ $rc -eq 0 ] && ! grep -qvE '^PASS:' "$logs/variant-mbedtls.results" &&
-        grep -q '^PASS: ssl_shortcut_testdriver' "$logs/variant-mbedtls.results" &&
-        grep -q '^PASS: oob_testdriver' "$logs/variant-mbedtls.results" || return 1
-    TB_BIN="$top/build/bin/openvpn-mbedtls" TB_ROOT="$top/build/testbed-mbedtls" \
-        "$top/tests/e2e/t_interop.sh"
-}
-export -f variant_mbedtls
-export logs
-step variant/mbedtls    900 variant_mbedtls
-step variant/small      900 "$top/scripts/build.sh" small
 step upstream/t_lpback  600 upstream_script t_lpback.sh
 step upstream/t_cltsrv  600 upstream_script t_cltsrv.sh
 step upstream/t_net     300 t_net
@@ -530,37 +584,38 @@ step relay              180 make -s -C "$top/testbed/relay" check
 step fuzz/oob-codec      420 ci_no_skip env FUZZ_SECONDS="${FUZZ_SECONDS:-30}" "$top/tests/fuzz/run.sh"
 # does the fuzzing find bugs: one planted bug per target (about 1 min)
 step fuzz/selftest       360 ci_no_skip env FUZZ_SECONDS=40 "$top/tests/fuzz/selftest.sh"
+# the e2e suite; the tests of ASAN_E2E run on the ASan build (below) only
 for t in "$top"/tests/e2e/t_*.sh; do
     [ -e "$t" ] || continue
     n=$(basename "$t" .sh)
+    asan_covers "$n" && continue
     step "e2e/${n#t_}" 600 "$t"
 done
 
-# the ASan+UBSan build of the 2.6 series: the e2e tests above that touch
-# reconnects, memory, failover and hostile replies, and the soak below
-# (soak.py takes build/bin/openvpn-asan; in CI it refuses to run without)
-step asan/build 1500 "$top/scripts/build.sh" asan
+# the ASan+UBSan build of the 2.6 series (the builds lane): the e2e tests
+# that touch reconnects, memory, failover, hostile replies and the field
+# test bed, and the soak below (soak.py takes build/bin/openvpn-asan; in
+# CI it refuses to run without)
+wait_for asan/build
 for t in $ASAN_E2E; do
-    step "asan/e2e/${t#t_}" 600 asan_e2e 2.6 "$t"
+    step "asan/e2e/${t#t_}" 600 after asan/build asan_e2e 2.6 "$t"
 done
 
 # the seeded soak (tests/soak/README.md): the fixed seeds of soak.py's
-# CHECK_SEEDS (2,3,5,15,18,19,20,26,38,47,74,75,84,85,89,100,107,109,122,
-# 127,129,133,432531,6206077,150,7891727,8686968; 2, 18-20, 100, 127,
-# 150, 6206077 and 8686968 in the routed topology; the scenarios pinned in
-# tests/soak/scenarios/), about 5 minutes; seeds 2, 5, 15, 19, 20, 26 and 38
-# crash (SIGSEGV) build/bin/openvpn-v2: the re-probe after "every remote
-# failed" on a name with 2-3 dead addresses, and the re-probe after a
-# ping-restart; 74, 84, 100 and 133 trapped the client on one failing
-# address of a name; 150 is issue 24's field bug (routed, --persist-tun);
-# 7891727 and 8686968 trapped the client after a phase that learned nothing
-step soak 900 "$top/tests/soak/soak.py" --check
+# CHECK_SEEDS (the scenarios pinned in tests/soak/scenarios/, the comment
+# there says what each one found), about 6 minutes
+step soak 900 after asan/build "$top/tests/soak/soak.py" --check
+# the mbed TLS build (the builds lane): its unit tests and the e2e interop
+# test of the mbed TLS openvpn with the unpatched OpenSSL one, all wrap
+# modes
+wait_for variant/mbedtls-build
+step variant/mbedtls    600 after variant/mbedtls-build variant_mbedtls
 # the soak's self-test: faults planted in wrappers of the same client (it
 # ignores --server-probe, exits by itself after 3 s, starts 6 s late) and
 # the series before its reconnect fixes (scripts/build.sh prereconnect)
 # must each fail a check of the soak on their seeds (about 2 minutes)
-step soak/prereconnect-build 900 "$top/scripts/build.sh" prereconnect
-step soak/self-test 420 "$top/tests/soak/self_test.py"
+wait_for soak/prereconnect-build
+step soak/self-test 420 after soak/prereconnect-build "$top/tests/soak/self_test.py"
 
 # the master series' fuzz targets and their self-test (while its lane
 # runs its e2e tests)
@@ -572,8 +627,9 @@ if [ $have_master = 1 ]; then
         FUZZ_SRC="$top/build/obj/master-patched/src" "$top/tests/fuzz/selftest.sh"
 fi
 
-# the lane of the master series, if any
-lane_collect
+# the lanes: the master and 2.7 e2e tests, the builds
+lane_collect master
+lane_collect builds
 
 
 echo
