@@ -20,6 +20,13 @@
 #      script can forge them) from one source at server 1 while 30 clients
 #      connect: server 1's CPU, its replies, and the herd.
 #
+# The servers run at nice -10 (FLEET_SERVER_NICE): here the herd's
+# client processes (about 40 ms of CPU each, 12 s for 300) share two
+# cores with the servers (0.5 s each per herd), so at an equal nice value
+# a server's reply waits behind hundreds of clients in the run queue,
+# which no deployment has; every variant gets the same servers.  With
+# FLEET_SERVER_NICE=0 the rows show that shared-CPU case.
+#
 # Results in build/bench-fleet/: results.md (table), results.json, and
 # fleet.png (time-to-connect CDF per variant and clients per server).
 # Env: FLEET_BIN, FLEET_BASELINE (default build/bin/openvpn[-baseline]),
@@ -35,7 +42,8 @@ mkdir -p "$out"
 : "${FLEET_BASELINE:=$top/build/bin/openvpn-baseline}"
 export FLEET_BIN FLEET_BASELINE
 rows=${BENCH_FLEET_ROWS:-1 2 3 4}
-fleet() { python3 "$here/fleet.py" --workdir "$out/work" --json "$out/results.json" "$@" | grep -v '^|'; }
+: "${FLEET_SERVER_NICE:=-10}"
+fleet() { python3 "$here/fleet.py" --workdir "$out/work" --json "$out/results.json" --server-nice "$FLEET_SERVER_NICE" "$@" | grep -v '^|'; }
 pre=""
 [ -n "${FLEET_PRE:-}" ] && [ -x "$FLEET_PRE" ] && pre=probe-pre,
 

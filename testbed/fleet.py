@@ -172,6 +172,8 @@ class Fleet:
                 "--max-clients", str(self.args.max_clients),
                 "--management", "127.0.0.1", str(port + 1000)] + \
             self.base_args() + extra
+        if self.args.server_nice:
+            argv = ["nice", "-n", str(self.args.server_nice)] + argv
         s = Proc("s%d" % idx, argv, self.logdir)
         s.port = port
         s.mport = port + 1000
@@ -410,6 +412,8 @@ def run_variant(args, vname):
         res["not_all_answered"] = sum(
             1 for c in clients if c["phases"] and
             c["phases"][0].split("/")[0] != c["phases"][0].split("/")[1])
+        hz = os.sysconf("SC_CLK_TCK")
+        res["server_cpu_s"] = [round((cpu_ticks(s.p.pid) or 0) / hz, 2) for s in servers]
         stats = []
         for s in servers:
             st = mgmt(s.mport, "server-probe-reply stats")
@@ -490,6 +494,9 @@ def main():
     ap.add_argument("--budget", default="20 10",
                     help="--connect-freq-initial of the servers (default '20 10')")
     ap.add_argument("--max-clients", type=int, default=1024)
+    ap.add_argument("--server-nice", type=int, default=0,
+                    help="run the servers at this nice value (negative: ahead "
+                    "of the herd's client processes, which share the cores)")
     ap.add_argument("--scenario", choices=["herd", "restart"], default="herd")
     ap.add_argument("--preload", type=int, default=0,
                     help="restart: clients on each server but the last")
@@ -552,6 +559,7 @@ def main():
                   r["clients"], r["all_s"], r["median_s"], r["per_server"],
                   r["zero_answered"], r["not_all_answered"],
                   [s["probe"] for s in r["server_stats"]]), flush=True)
+        print("fleet:   server CPU: %s s" % r["server_cpu_s"])
         if "flood" in r:
             print("fleet:   flood at server 1: %s" % r["flood"])
         if r.get("first_per_server") and any(r["first_per_server"]):

@@ -32,7 +32,10 @@
 #       --mode server; --server-probe-reply on a client);
 #   (h) SIGINT right after the first probe to a dead remote is on the wire
 #       ends the client within 500 ms (the phase would run for ~1 s), with
-#       no probe summary line.
+#       no probe summary line;
+#   (i) a client that reads its reply late (stopped for 400 ms right as
+#       the reply arrives, stall_relay.py) logs the server's round trip
+#       time, not its own delay: rtt < 150 ms in a phase of >= 350 ms.
 # Prints the probe-phase durations ("answered in N ms") with and without a
 # dead remote. Exit 0 pass, 1 fail, 77 skip. Takes about 10 s.
 set -u
@@ -386,6 +389,27 @@ if grep -q "SIGINT" "$TB_DIR/ch.log"; then
     echo "#   client: $(grep -m1 SIGINT "$TB_DIR/ch.log" | cut -c1-150)"
 fi
 tb_stop ch
+
+# ------------------------------------------------------------------ (i)
+tb_log "(i) a reply read late: the RTT is the server's, not the client's delay"
+RI=$(tb_port 180)
+python3 "$here/stall_relay.py" "$RI" "$SB" "$TB_DIR/ci.pid" 400 >"$TB_DIR/stall.out" 2>&1 &
+stall_pid=$!
+for ((k = 0; k < 300; k++)); do
+    grep -q ready "$TB_DIR/stall.out" 2>/dev/null && break
+    sleep 0.01
+done
+tb_client ci -- --remote 127.0.0.1 "$RI" udp4 --server-probe
+tb_wait_connected ci 30 >/dev/null || true
+sumi=$(summary ci)
+rtti=$(rtt_of "$(rank ci "[AF_INET]127.0.0.1:$RI")")
+stalled=$(grep -c '^stalled' "$TB_DIR/stall.out" 2>/dev/null)
+stall_ok() { [ "${stalled:-0}" = 1 ] && in_range "$rtti" 0 150 && in_range "$(phase_ms "$sumi")" 350 100000; }
+check "client stopped 400 ms as the reply came (${stalled:-0} stall): rtt ${rtti:-none} ms (< 150), phase $(phase_ms "$sumi") ms (>= 350)" \
+    stall_ok
+kill "$stall_pid" 2>/dev/null
+wait "$stall_pid" 2>/dev/null
+tb_stop ci
 
 echo "# probe phase (answered in N ms) with a dead/unanswering remote: ${PHASE_DEAD[*]:-none}"
 echo "# probe phase (answered in N ms) with every remote answering: ${PHASE_ALIVE[*]:-none}"

@@ -53,7 +53,10 @@
 #      statelessly and its third packet refused again: B gives up on
 #      server 1 ("takes no new clients", a TLS error: SIGUSR1)
 #      and connects to server 2 within 20 s, far from its --hand-window
-#      of 40 s (the series before this waited the whole window there).
+#      of 40 s (the series before this waited the whole window there);
+#      the phase after the refusal does not wait for the full server,
+#      silent now, once server 2 answered (< 500 ms, not the 1 s
+#      deadline).
 #  7b. the same full server, now silent to probes, and a live server
 #      that does not answer probes (--server-probe-reply off): client C
 #      probes, nothing answers, it keeps the configured order and starts
@@ -596,6 +599,9 @@ else
             why="no SIGUSR1 tls-error restart"
         elif [ "$nfull" -lt 2 ]; then
             why="server 1 refused $nfull third packet(s) for --max-clients, expected the shortcut's and the fallback's"
+        elif ! tb_phase_summary "$c" 2 | grep -qE "^1 of 2 addresses answered in [0-9]+ ms; first remote now 127.0.0.1:$(tb_port 702)\$" ||
+             [ "$(tb_phase_summary "$c" 2 | sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p')" -ge 500 ]; then
+            why="B's phase after the refusal: $(tb_phase_summary "$c" 2), expected server 2 first in < 500 ms (the full server is not waited for)"
         elif [ "$(tb_connected_port "$a")" != "$(tb_port 701)" ]; then
             why="A connected to $(tb_connected_server "$a"), not server 1"
         elif [ "$(tb_connected_port "$c")" != "$(tb_port 702)" ]; then
@@ -605,7 +611,7 @@ else
         fi
     fi
 fi
-report "a server full since the probe: refused twice ($(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log" 2>/dev/null) --max-clients lines), B gave up on it ${GAVE_UP:-?} ms after the shortcut started and connected to server 2 in ${B_MS:-?} ms (--hand-window 40)" \
+report "a server full since the probe: refused twice ($(grep -cF "would exceed maximum number of clients" "$TB_DIR/$s.log" 2>/dev/null) --max-clients lines), B gave up on it ${GAVE_UP:-?} ms after the shortcut started and connected to server 2 in ${B_MS:-?} ms (--hand-window 40); then: $(tb_phase_summary "$c" 2 | cut -c1-40)" \
     "$why" "$c" "$s" "$r"
 stop "$c" "$r" "$s2"
 
