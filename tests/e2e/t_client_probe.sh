@@ -35,7 +35,9 @@
 #       no probe summary line;
 #   (i) a client that reads its reply late (stopped for 400 ms right as
 #       the reply arrives, stall_relay.py) logs the server's round trip
-#       time, not its own delay: rtt < 150 ms in a phase of >= 350 ms.
+#       time, not its own delay: rtt < 300 ms (the stall alone is 400 ms;
+#       the true round trip is about 1 ms, the rest is room for a loaded
+#       machine) in a phase of >= 350 ms.
 # Prints the probe-phase durations ("answered in N ms") with and without a
 # dead remote. Exit 0 pass, 1 fail, 77 skip. Takes about 10 s.
 set -u
@@ -404,8 +406,8 @@ tb_wait_connected ci 30 >/dev/null || true
 sumi=$(summary ci)
 rtti=$(rtt_of "$(rank ci "[AF_INET]127.0.0.1:$RI")")
 stalled=$(grep -c '^stalled' "$TB_DIR/stall.out" 2>/dev/null)
-stall_ok() { [ "${stalled:-0}" = 1 ] && in_range "$rtti" 0 150 && in_range "$(phase_ms "$sumi")" 350 100000; }
-check "client stopped 400 ms as the reply came (${stalled:-0} stall): rtt ${rtti:-none} ms (< 150), phase $(phase_ms "$sumi") ms (>= 350)" \
+stall_ok() { [ "${stalled:-0}" = 1 ] && in_range "$rtti" 0 300 && in_range "$(phase_ms "$sumi")" 350 100000; }
+check "client stopped 400 ms as the reply came (${stalled:-0} stall): rtt ${rtti:-none} ms (< 300; the stall alone is 400), phase $(phase_ms "$sumi") ms (>= 350)" \
     stall_ok
 kill "$stall_pid" 2>/dev/null
 wait "$stall_pid" 2>/dev/null
