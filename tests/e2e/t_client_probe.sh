@@ -24,6 +24,7 @@
 #       still connects to it after the probe phase;
 #   (d) every wrap mode: "2 of 2 addresses answered" and a connection to
 #       the first (the direct remote, 100 ms faster than the relayed one);
+#       the two remotes share their key: the phase loads it once;
 #   (e) IPv4 and IPv6 remotes are both probed and answered; the faster
 #       IPv6 one (100 ms faster) wins and carries the connection;
 #   (f) a TCP remote between a dead and an alive UDP remote is not probed;
@@ -37,7 +38,10 @@
 #       the reply arrives, stall_relay.py) logs the server's round trip
 #       time, not its own delay: rtt < 300 ms (the stall alone is 400 ms;
 #       the true round trip is about 1 ms, the rest is room for a loaded
-#       machine) in a phase of >= 350 ms.
+#       machine) in a phase of >= 350 ms;
+#   (j) two <connection> blocks whose servers have tls-crypt keys of their
+#       own: the probes to each are wrapped with its block's key (both
+#       answer), the phase loads each key once.
 # Prints the probe-phase durations ("answered in N ms") with and without a
 # dead remote. Exit 0 pass, 1 fail, 77 skip. Takes about 10 s.
 set -u
@@ -258,6 +262,15 @@ for wrap in none tls-auth tls-crypt tls-crypt-v2; do
         check "$wrap: '$sum' (RTT direct ${rs:-?} ms, relayed ${rr:-?} ms), connected in ${ms} ms to $(tb_connected_server "cd$i")${why:+: $why}" \
             like "$sum" "2 of 2 addresses answered in *; first remote now $want" \
                  "$(tb_connected_server "cd$i")" "$want" "$why" ""
+        if [ "$wrap" != none ]; then
+            # the two remotes share the key: the phase loads it once, as
+            # often as the connection after it does
+            log="$TB_DIR/cd$i.log"
+            kb=$(sed '/addresses answered in/q' "$log" | grep -c "Outgoing Control Channel")
+            ka=$(sed -n '/addresses answered in/,$p' "$log" | grep -c "Outgoing Control Channel")
+            check "$wrap: the probes to both remotes loaded the key once ($kb lines 'Outgoing Control Channel' in the phase, $ka for the connection)" \
+                test "$kb" -gt 0 -a "$kb" -eq "$ka"
+        fi
     else
         not_ok "$wrap: the probing client connects"
         tb_tail "cd$i" "sd$i"
@@ -412,6 +425,31 @@ check "client stopped 400 ms as the reply came (${stalled:-0} stall): rtt ${rtti
 kill "$stall_pid" 2>/dev/null
 wait "$stall_pid" 2>/dev/null
 tb_stop ci
+
+# ------------------------------------------------------------------ (j)
+tb_log "(j) per-<connection> keys: each remote's probes wrapped with its own key"
+SJ1=$(tb_port 181) SJ2=$(tb_port 182)
+"$TB_BIN" --genkey tls-crypt "$TB_DIR/tc2.key" >/dev/null 2>&1
+tb_server sj1 "$SJ1" --wrap tls-crypt
+tb_server sj2 "$SJ2" -- --tls-crypt "$TB_DIR/tc2.key"
+# a tls-crypt key of its own in each block: the phase must not share one
+cat >"$TB_DIR/cj.conf" <<CONF
+<connection>
+remote 127.0.0.1 $SJ1 udp4
+tls-crypt $TB_PKI/tc.key
+</connection>
+<connection>
+remote 127.0.0.1 $SJ2 udp4
+tls-crypt $TB_DIR/tc2.key
+</connection>
+CONF
+tb_client cj -- --config "$TB_DIR/cj.conf" --server-probe
+tb_wait_connected cj 30 >/dev/null || true
+sumj=$(summary cj)
+kj=$(sed '/addresses answered in/q' "$TB_DIR/cj.log" | grep -c "Outgoing Control Channel Encryption: Cipher")
+check "two <connection> blocks with tls-crypt keys of their own: '${sumj:-no summary}', $kj key loads in the phase (2)" \
+    like "$sumj" "2 of 2 addresses answered in *" "$kj" 2
+tb_stop cj; tb_stop sj1; tb_stop sj2
 
 echo "# probe phase (answered in N ms) with a dead/unanswering remote: ${PHASE_DEAD[*]:-none}"
 echo "# probe phase (answered in N ms) with every remote answering: ${PHASE_ALIVE[*]:-none}"

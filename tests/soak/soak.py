@@ -117,7 +117,19 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # resolve_bind_local() resolved itself leaked at every restart
      # (LSan; "init: free the bind address of --lport with --preresolve",
      # an upstream leak; found by a 60-minute master ASan soak)
-     7105061]
+     7105061,
+     # per-<connection> keys (tls-auth; the common key, key 2, key 1
+     # twice): a probe-answering server behind a relay has a key of its
+     # own; a phase that wrapped every probe with the first block's key
+     # ranked it "no reply" ("oob_client: load a wrapping key once for the
+     # remotes that share it"; the check "the first phase heard every
+     # server that answers probes")
+     79,
+     # a remote listed twice (the copy last): routed, --persist-tun, the
+     # connected server's ping-restart (22); a name of a late server and
+     # a closed address, then a dead remote, the name again: the pass
+     # tries its addresses twice before "every remote failed" (53)
+     22, 53]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
@@ -436,7 +448,41 @@ def generate(seed, ipv6=True):
     # SIGINT instead of SIGTERM to end the run (and for a "cli-term"
     # event), 1 in 4, an RNG of its own: Ctrl-C, the same exit path
     c["sigint"] = random.Random(seed * 7919 + 61).random() < 0.25
+    sc["keys"] = gen_keys(seed, sc)
+    # a duplicate remote (1 in 8 of the scenarios with a UDP remote, an
+    # RNG of its own): the client's list names one UDP remote a second
+    # time, at its end (a setup that lists a server twice to weight it):
+    # two connection entries, the same addresses
+    rd = random.Random(seed * 7919 + 71)
+    udp = [i for i, rem in enumerate(sc["remotes"]) if rem["proto"] == "udp"]
+    c["dup"] = rd.choice(udp) if udp and rd.random() < 0.125 else None
     return sc
+
+
+def listed(sc):
+    """the remotes in the client's connection list: (index in
+    sc["remotes"], remote), a duplicate remote (client "dup") once more at
+    the end"""
+    out = list(enumerate(sc["remotes"]))
+    d = sc["client"].get("dup")
+    if d is not None:
+        out.append((d, sc["remotes"][d]))
+    return out
+
+
+def gen_keys(seed, sc):
+    """per-<connection> keys (1 in 4 of the scenarios with tls-auth or
+    tls-crypt and two UDP remotes or more, an RNG of its own): the client's
+    remotes are <connection> blocks, each with its key, one of three (0 is
+    the common key, 1 and 2 keys of their own); the servers of a remote have
+    its key.  The probe phase must wrap each remote's probes with its
+    block's key and may share a loaded key only between the blocks that
+    name the same.  None: the common key for every remote"""
+    r = random.Random(seed * 7919 + 67)
+    if sc["wrap"] not in ("tls-auth", "tls-crypt") or r.random() >= 0.25 \
+            or sum(1 for rem in sc["remotes"] if rem["proto"] == "udp") < 2:
+        return None
+    return [r.choice([0, 1, 1, 2]) for _ in sc["remotes"]]
 
 
 def gen_working_server(seed, sc):
@@ -662,7 +708,7 @@ def plan(sc):
     nongood_p = 0.0     # all non-working addresses once, for the patched client
     nongood_b = 0.0
     exc_cost = {}       # named exceptions: extra seconds the patched client may take
-    for i, rem in enumerate(sc["remotes"]):
+    for i, rem in listed(sc):
         if i in c["skip"]:
             continue
         if rem["kind"] == "nx":
@@ -737,6 +783,10 @@ def classes(sc):
     """the classes a scenario counts for (results table)"""
     cl = ["template:" + sc["template"], "wrap:" + sc["wrap"],
           "remotes:%d" % len(sc["remotes"])]
+    if sc.get("keys"):
+        cl.append("keys:per-<connection> (%d of them)" % len(set(sc["keys"])))
+    if sc["client"].get("dup") is not None:
+        cl.append("opt:duplicate remote")
     c = sc["client"]
     for rem in sc["remotes"]:
         k = rem["kind"]
@@ -884,11 +934,12 @@ mk other-
     open(done, "w").close()
 
 
-def wrap_args(pki, role, mode):
+def wrap_args(pki, role, mode, key=None):
+    """the wrap options of ROLE; KEY: a tls-auth or tls-crypt key of its own"""
     if mode == "tls-auth":
-        return ["--tls-auth", pki + "/ta.key", "0" if role == "server" else "1"]
+        return ["--tls-auth", key or pki + "/ta.key", "0" if role == "server" else "1"]
     if mode == "tls-crypt":
-        return ["--tls-crypt", pki + "/tc.key"]
+        return ["--tls-crypt", key or pki + "/tc.key"]
     if mode == "tls-crypt-v2":
         return ["--tls-crypt-v2", pki + ("/v2s.key" if role == "server" else "/v2c.key")]
     return []
@@ -1217,7 +1268,7 @@ class Run:
                 "--dev", dev, "--dev-type", "tun", "--disable-dco",
                 "--ca", cafile, "--cert", cert, "--key", key, "--dh", "none",
                 "--duplicate-cn", "--ping", "1", "--verb", "3", "--log", log] + \
-            wrap_args(pki, "server", self.sc["wrap"]) + extra
+            wrap_args(pki, "server", self.sc["wrap"], self.remote_key(port)) + extra
         if self.sc.get("topo"):
             argv += ["--push", "redirect-gateway def1"]
         return argv, (log, "Initialization Sequence Completed")
@@ -1313,10 +1364,16 @@ class Run:
         argv = [binpath, "--client"] + dev + [
                 "--remote-cert-tls", "server", "--ca", pki + "/ca.crt",
                 "--cert", pki + "/client.crt", "--key", pki + "/client.key", "--verb", "4"]
-        argv += wrap_args(pki, "client", sc["wrap"])
-        argv += remotes
-        if log_path:    # a filler
-            return argv + ["--log", log_path]
+        if log_path:    # a filler: one remote, the key of its server
+            argv += wrap_args(pki, "client", sc["wrap"], self.remote_key(remotes[2]))
+            return argv + remotes + ["--log", log_path]
+        # per-<connection> keys: the remotes and their keys are in a config
+        # file, read last (a <connection> block takes the options given
+        # before it as its defaults)
+        blocks = remotes[:1] == ["--config"]
+        if not blocks:
+            argv += wrap_args(pki, "client", sc["wrap"])
+            argv += remotes
         argv += ["--connect-retry"] + [str(x) for x in c["connect_retry"]]
         argv += ["--connect-timeout", str(c["connect_timeout"]), "--hand-window", str(c["hand_window"])]
         if c["connect_retry_max"]:
@@ -1345,16 +1402,44 @@ class Run:
                 self.mem_info = write_memory_file(path, c["memory"], c.get("memory_form") or "normal",
                                                   self.sc["seed"])
                 argv += ["--server-probe-persist", path]
+        if blocks:
+            argv += remotes
         return argv
+
+    def remote_key(self, port):
+        """with per-<connection> keys: the key file of the remote whose
+        servers listen on PORT (its own or, behind a relay, an inner one),
+        None for the common key"""
+        keys = self.sc.get("keys")
+        for i, rem in enumerate(self.sc["remotes"] if keys else []):
+            if int(port) == rem["port"] or any(int(port) == a["inner"] for a in rem["addrs"]):
+                if not keys[i]:
+                    return None
+                path = os.path.join(self.dir, "wrap%d.key" % keys[i])
+                if not os.path.exists(path):
+                    out = sh(self.bins["baseline"], "--genkey", "secret", path)
+                    if out.returncode != 0:
+                        raise RuntimeError("--genkey secret failed: " + out.stdout[-500:])
+                return path
+        return None
 
     def remote_args(self):
         out = []
-        for rem in self.sc["remotes"]:
+        blocks = []
+        for _, rem in listed(self.sc):
             proto = "tcp-client" if rem["proto"] == "tcp" else "udp"
             if proto == "udp" and self.sc["client"].get("udp_family"):
                 proto = "udp6" if ":" in rem["host"] else "udp4"
             out += ["--remote", rem["host"], str(rem["port"]), proto]
-        return out
+            wrap = wrap_args(self.pki, "client", self.sc["wrap"], self.remote_key(rem["port"]))
+            blocks.append("<connection>\nremote %s %d %s\n%s\n</connection>\n"
+                          % (rem["host"], rem["port"], proto, " ".join(wrap)[2:]))
+        if not self.sc.get("keys"):
+            return out
+        path = os.path.join(self.dir, "remotes.conf")
+        with open(path, "w") as f:
+            f.write("".join(blocks))
+        return ["--config", path]
 
     # ---------------------------------------------------------- events
     def addr_of(self, hostport):
@@ -1463,6 +1548,7 @@ def crm_exit_p(plog):
 
 RE_PHASE = re.compile(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)")
 RE_PLACE1 = re.compile(r"server-probe: \[AF_INET6?\](\S+) rtt=\S+ .*place=1$")
+RE_NO_REPLY = re.compile(r"server-probe: \[AF_INET6?\](\S+) no reply(.*)place=")
 RE_ATTEMPT = re.compile(r"(?:UDPv[46] link remote|Attempting to establish TCP connection with):? "
                         r"\[AF_INET6?\](\S+)")
 
@@ -1526,18 +1612,19 @@ def attempts(lines, until, since=0.0):
     return [m.group(1) for t, line in lines if since <= t < until for m in [RE_ATTEMPT.search(line)] if m]
 
 
-def phase_gaps(lines, has_udp, ports=None):
+def phase_gaps(lines, has_udp, ports=None, twice=()):
     """(missing, wrong): restarts (and the start) followed by a connection
     attempt with no phase between them; with PORTS (the port of every
     remote in the list, one per remote), an attempt that repeats an
     address after every remote was tried without a session coming up,
     with no phase ("every remote failed") between; first attempts after a
     phase that went elsewhere than the phase's first place (when that
-    answered)"""
+    answered).  TWICE: the ports of a remote the list names twice, whose
+    addresses a pass tries twice"""
     missing, wrong = [], []
     if not has_udp:
         return missing, wrong
-    tried, tried_hp = set(), set()   # since the last phase or session
+    tried, tried_hp = set(), {}   # since the last phase or session (address: attempts)
     need = "at start"       # a pass began: a phase must come before the attempt
     place1 = None           # the answered first place of the last phase
     fresh = False           # no attempt since that phase yet
@@ -1576,18 +1663,45 @@ def phase_gaps(lines, has_udp, ports=None):
             missing.append("no phase %s before the attempt at %.1fs to %s" % (need, t, m.group(1)))
             need = None
         hp = m.group(1)
-        if ports and ports <= tried and hp in tried_hp:
+        port = int(hp.rpartition(":")[2])
+        if ports and ports <= tried and tried_hp.get(hp, 0) >= (2 if port in twice else 1):
             missing.append("no phase after every remote failed (%d remotes tried) before the "
                            "attempt at %.1fs to %s again" % (len(ports), t, hp))
             tried.clear()
             tried_hp.clear()
-        tried.add(int(hp.rpartition(":")[2]))
-        tried_hp.add(hp)
+        tried.add(port)
+        tried_hp[hp] = tried_hp.get(hp, 0) + 1
         if fresh and place1 and not preserved and m.group(1) != place1:
             wrong.append("at %.1fs the first attempt after the phase went to %s, its first place %s"
                          % (t, m.group(1), place1))
         fresh = False
     return missing, wrong
+
+
+def first_phase_silent(sc, lines):
+    """the servers that answer probes (patched, up from the start, no probe
+    budget, no event on them) that the patched client's first phase ranked
+    "no reply" although it waited for them (a probe wrapped with the wrong
+    key, sent from the wrong socket, a reply lost by the client); None when
+    no first phase completed or no such server exists"""
+    targeted = {tuple(ev["target"][:2]) for ev in sc["events"] if ev.get("target")}
+    expect = set()
+    for i, rem in enumerate(sc["remotes"]):
+        for k, a in enumerate(rem["addrs"]):
+            if rem["proto"] == "udp" and a["b"] in ("patched", "slow") and not a.get("late") \
+                    and not a.get("p", {}).get("budget") and (i, k) not in targeted:
+                expect.add("%s:%d" % (a["ip"], rem["port"]))
+    silent, in_phase = [], False
+    for _, line in lines if expect else []:
+        if not in_phase:
+            in_phase = bool(RE_PHASE.search(line))
+            continue
+        if "addresses answered in" in line:
+            return silent
+        m = RE_NO_REPLY.search(line)
+        if m and m.group(1) in expect and "not waited for" not in m.group(2):
+            silent.append(m.group(1))
+    return None
 
 
 def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
@@ -1967,12 +2081,21 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # address, failed or not: no "every remote failed" phase to ask for)
         miss, wrong = phase_gaps(cp.lines, has_udp,
                                  None if c["persist_remote_ip"]
-                                 else {rem["port"] for rem in sc["remotes"]})
+                                 else {rem["port"] for rem in sc["remotes"]},
+                                 {sc["remotes"][c["dup"]]["port"]} if c.get("dup") is not None
+                                 else ())
         check("a phase before each pass", None if not has_udp else not miss,
               "; ".join(miss[:3]))
         check("first attempt after a phase at its first place",
               None if not has_udp or c["mgmt"] == "query" else not wrong,
               "; ".join(wrong[:3]))
+        # every server that answers probes answered the first phase
+        silent = first_phase_silent(sc, cp.lines)
+        check("the first phase heard every server that answers probes",
+              None if silent is None else not silent,
+              "ranked 'no reply': " + ", ".join(silent) if silent else
+              "no first phase completed, or no patched server up from its start "
+              "(no probe budget, no event)")
         # no busy loop: CPU time and log volume
         # (CPU compared with the third client: the same build, e.g. both
         # ASan, without the flag; the unpatched client is a plain build)
@@ -2319,6 +2442,11 @@ def reductions(sc):
             break
         n = copy()
         del n["remotes"][i]
+        if n.get("keys"):
+            del n["keys"][i]
+        d = n["client"].get("dup")
+        if d is not None:
+            n["client"]["dup"] = None if d == i else d - (d > i)
         evs = []
         for ev in n["events"]:
             tgt = ev.get("target")
@@ -2362,9 +2490,18 @@ def reductions(sc):
         n = copy()
         n["client"]["mgmt"], n["client"]["skip"] = None, []
         yield "no management", n
+    if sc.get("keys"):
+        n = copy()
+        n["keys"] = None
+        yield "one key for every remote", n
+    if c.get("dup") is not None:
+        n = copy()
+        n["client"]["dup"] = None
+        yield "no duplicate remote", n
     if sc["wrap"] != "none":
         n = copy()
         n["wrap"] = "none"
+        n["keys"] = None
         yield "wrap=none", n
     if sc.get("topo"):
         n = copy()
@@ -2418,6 +2555,10 @@ def describe(sc):
                                                for a in rem["addrs"]) or "NXDOMAIN"))
     opts = ["wrap=" + sc["wrap"], "ct=%d" % c["connect_timeout"], "hw=%d" % c["hand_window"],
             "retry=%d/%d" % tuple(c["connect_retry"])]
+    if sc.get("keys"):
+        opts.append("keys=" + "/".join(str(k) for k in sc["keys"]))
+    if c.get("dup") is not None:
+        opts.append("dup=%d" % c["dup"])
     for o in ("preresolve", "persist_remote_ip", "remote_random", "ping"):
         if c[o]:
             opts.append(o)
