@@ -37,7 +37,7 @@ DEMO_TIMEOUT=${DEMO_TIMEOUT:-180}
 # Assumed log lines (anywhere in the line, after openvpn's timestamp):
 #   server-probe: 127.0.0.1:21001 rtt=20.3ms prio=100 weight=50 place=1
 #   server-probe: 127.0.0.1:21004 no reply place=4
-DEMO_PROBE_RE_REPLY='server-probe: ([^ ]+) rtt=([0-9.]+) ?ms prio=([0-9]+) weight=([0-9]+) place=([0-9]+)'
+DEMO_PROBE_RE_REPLY='server-probe: ([^ ]+) rtt=([0-9.]+) ?ms( lost=[0-9.]+ms)? prio=([0-9]+) weight=([0-9]+) place=([0-9]+)'
 DEMO_PROBE_RE_NOREPLY='server-probe: ([^ ]+) no reply place=([0-9]+)'
 demo_parse_probe_lines()
 {
@@ -45,7 +45,7 @@ demo_parse_probe_lines()
     while IFS= read -r line; do
         if [[ $line =~ $DEMO_PROBE_RE_REPLY ]]; then
             addr=$(demo_norm_addr "${BASH_REMATCH[1]}")
-            echo "$addr|${BASH_REMATCH[2]}|${BASH_REMATCH[3]}|${BASH_REMATCH[4]}|${BASH_REMATCH[5]}"
+            echo "$addr|${BASH_REMATCH[2]}|${BASH_REMATCH[4]}|${BASH_REMATCH[5]}|${BASH_REMATCH[6]}"
         elif [[ $line =~ $DEMO_PROBE_RE_NOREPLY ]]; then
             addr=$(demo_norm_addr "${BASH_REMATCH[1]}")
             echo "$addr|no reply|-|-|${BASH_REMATCH[2]}"

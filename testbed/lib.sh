@@ -640,7 +640,7 @@ tb_connected_port()
 # phase (its "server-probe: ADDR rtt=..ms prio=P weight=W place=N" and
 # "server-probe: ADDR no reply|refused|... place=N" lines) what SPEC.md
 # section 3 says for the RTTs, priorities and weights the client measured
-# and logged, with the margin MARGIN_MS (the client's max-latency-diff, else
+# and logged (an RTT ranks with its "lost=" time added), with the margin MARGIN_MS (the client's max-latency-diff, else
 # the servers', else 10)? Emulated delays are noisy on a loaded machine, so
 # tests assert the rule against what the client measured, not a fixed
 # order. Checks: responders before non-responders; priorities ascending;
@@ -661,15 +661,16 @@ tb_rank_check()
             sub(/.* server-probe: /, "", line)
             k = split(line, f, " ")
             n++
-            A[n] = f[1]; R[n] = ""; Q[n] = ""; W[n] = ""; P[n] = 0
+            A[n] = f[1]; R[n] = ""; Q[n] = ""; W[n] = ""; P[n] = 0; L = 0
             for (i = 2; i <= k; i++) {
                 if (f[i] ~ /^rtt=/)         { R[n] = substr(f[i], 5); sub(/ms$/, "", R[n]) }
+                else if (f[i] ~ /^lost=/)   { L = substr(f[i], 6); sub(/ms$/, "", L) }
                 else if (f[i] ~ /^prio=/)   Q[n] = substr(f[i], 6) + 0
                 else if (f[i] ~ /^weight=/) W[n] = substr(f[i], 8) + 0
                 else if (f[i] ~ /^place=/)  P[n] = substr(f[i], 7) + 0
             }
             ans[n] = (R[n] != "")
-            if (ans[n]) R[n] += 0
+            if (ans[n]) R[n] += L
             ref[n] = (f[2] == "refused" || f[2] == "unreachable")
             sil[n] = (f[2] == "no" && f[3] == "reply")
         }

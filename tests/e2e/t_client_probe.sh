@@ -41,7 +41,10 @@
 #       machine) in a phase of >= 350 ms;
 #   (j) two <connection> blocks whose servers have tls-crypt keys of their
 #       own: the probes to each are wrapped with its block's key (both
-#       answer), the phase loads each key once.
+#       answer), the phase loads each key once;
+#   (k) two servers behind relays, the one with weight 65535 loses the
+#       first probe (the relay drops it): it answers the resend and ranks
+#       behind the weight-0 one ("lost=" in its ranking line).
 # Prints the probe-phase durations ("answered in N ms") with and without a
 # dead remote. Exit 0 pass, 1 fail, 77 skip. Takes about 10 s.
 set -u
@@ -450,6 +453,24 @@ kj=$(sed '/addresses answered in/q' "$TB_DIR/cj.log" | grep -c "Outgoing Control
 check "two <connection> blocks with tls-crypt keys of their own: '${sumj:-no summary}', $kj key loads in the phase (2)" \
     like "$sumj" "2 of 2 addresses answered in *" "$kj" 2
 tb_stop cj; tb_stop sj1; tb_stop sj2
+
+# ------------------------------------------------------------------ (k)
+tb_log "(k) a server that answered only the resend ranks behind one that answered the first probe"
+SK1=$(tb_port 183) SK2=$(tb_port 184) RK1=$(tb_port 185) RK2=$(tb_port 186)
+# weights 65535 and 0: without the lost probe the first one takes the
+# first place (RFC 2782: a weight of 0 is chosen once in 65536)
+tb_server sk1 "$SK1" -- --server-probe-reply 0 65535
+tb_server sk2 "$SK2" -- --server-probe-reply 0 0
+tb_relay rk1 "127.0.0.1:$RK1" "127.0.0.1:$SK1" --drop-first-up 12
+tb_relay rk2 "127.0.0.1:$RK2" "127.0.0.1:$SK2"
+tb_client ck -- --remote 127.0.0.1 "$RK1" udp4 --remote 127.0.0.1 "$RK2" udp4 --server-probe
+tb_wait_connected ck 30 >/dev/null || true
+lk1=$(rank ck "[AF_INET]127.0.0.1:$RK1") lk2=$(rank ck "[AF_INET]127.0.0.1:$RK2")
+whyk=$(tb_rank_check ck 10 | tr '\n' ';')
+check "first probe to the weight-65535 server lost: '${lk1#*server-probe: }' behind '${lk2#*server-probe: }', connected to $(tb_connected_server ck)${whyk:+: $whyk}" \
+    like "$lk1" "* rtt=*ms lost=*ms prio=100 weight=65535 place=2" "$lk2" "* rtt=*ms prio=100 weight=0 place=1" \
+         "$(tb_connected_server ck)" "127.0.0.1:$RK2" "$whyk" ""
+tb_stop ck; tb_stop rk1; tb_stop rk2; tb_stop sk1; tb_stop sk2
 
 echo "# probe phase (answered in N ms) with a dead/unanswering remote: ${PHASE_DEAD[*]:-none}"
 echo "# probe phase (answered in N ms) with every remote answering: ${PHASE_ALIVE[*]:-none}"

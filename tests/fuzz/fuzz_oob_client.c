@@ -136,6 +136,9 @@ check_target(const struct fuzz_target *t)
                  SID_SIZE) == 0);
     CHECK(!is_own_sid(st, &st->cookie));
     CHECK(st->rtt_us == st->reply_us - st->sent_us[st->answered_send]);
+    /* the probes sent before the answered one count against it */
+    CHECK(st->lost_us == st->sent_us[st->answered_send] - st->sent_us[0]);
+    CHECK(oob_target_rank_rtt(st) == st->rtt_us + st->lost_us);
 }
 
 /* the reply a server in mode w would send: header sid + payload */
