@@ -44,7 +44,10 @@
 #       answer), the phase loads each key once;
 #   (k) two servers behind relays, the one with weight 65535 loses the
 #       first probe (the relay drops it): it answers the resend and ranks
-#       behind the weight-0 one ("lost=" in its ranking line).
+#       behind the weight-0 one ("lost=" in its ranking line);
+#   (l) one remote listed twice: one probe to its address answers for
+#       both entries ("2 of 2 addresses answered", one probe through the
+#       relay).
 # Prints the probe-phase durations ("answered in N ms") with and without a
 # dead remote. Exit 0 pass, 1 fail, 77 skip. Takes about 10 s.
 set -u
@@ -471,6 +474,20 @@ check "first probe to the weight-65535 server lost: '${lk1#*server-probe: }' beh
     like "$lk1" "* rtt=*ms lost=*ms prio=100 weight=65535 place=2" "$lk2" "* rtt=*ms prio=100 weight=0 place=1" \
          "$(tb_connected_server ck)" "127.0.0.1:$RK2" "$whyk" ""
 tb_stop ck; tb_stop rk1; tb_stop rk2; tb_stop sk1; tb_stop sk2
+
+# ------------------------------------------------------------------ (l)
+tb_log "(l) a remote listed twice: one probe per address"
+SL=$(tb_port 187) RL=$(tb_port 188)
+tb_server sl "$SL"
+tb_relay rl "127.0.0.1:$RL" "127.0.0.1:$SL"
+tb_client cl -- --remote 127.0.0.1 "$RL" udp4 --remote 127.0.0.1 "$RL" udp4 --server-probe
+tb_wait_connected cl 30 >/dev/null || true
+suml=$(summary cl)
+nl=$(grep -cF "server-probe: [AF_INET]127.0.0.1:$RL rtt=" "$TB_DIR/cl.log")
+pl=$(tb_count_op rl up 12)
+check "the same remote twice: '${suml:-no summary}', $nl ranking lines with an rtt (2), $pl probe(s) through the relay (1)" \
+    like "$suml" "2 of 2 addresses answered in *" "$nl" 2 "$pl" 1
+tb_stop cl; tb_stop rl; tb_stop sl
 
 echo "# probe phase (answered in N ms) with a dead/unanswering remote: ${PHASE_DEAD[*]:-none}"
 echo "# probe phase (answered in N ms) with every remote answering: ${PHASE_ALIVE[*]:-none}"
