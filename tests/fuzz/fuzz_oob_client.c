@@ -183,8 +183,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * wrapping as standalone_wrap_init() sets it up */
     struct fuzz_entry entries[2];
     struct fuzz_target targets[2];
+    struct standalone_wrap wraps[2];
     CLEAR(entries);
     CLEAR(targets);
+    CLEAR(wraps);
     struct openvpn_sockaddr addr;
     CLEAR(addr);
     if (ipv6)
@@ -202,7 +204,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < n_targets; i++)
     {
         entries[i].index = i;
-        entries[i].wrap.tas = peers[i ? w1 : w0].client;
+        wraps[i].tas = peers[i ? w1 : w0].client;
+        entries[i].wrap = &wraps[i];
         targets[i].entry = &entries[i];
         targets[i].addr = addr;
         for (int k = 0; k < n_sent; k++)
