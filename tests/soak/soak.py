@@ -852,6 +852,18 @@ def enter_namespace(argv):
 def setup_namespace(nsdir):
     os.makedirs(nsdir, exist_ok=True)
     sh("ip", "link", "set", "lo", "up")
+    # the harness's fixed ports (PORT_BASE to PORT_BASE + 999) are in the
+    # kernel's default ephemeral range (32768-60999): a socket that binds
+    # no port (a management connection, a TCP client) could take one of
+    # them before the listener that needs it ("MANAGEMENT: Socket bind
+    # failed ... Address already in use", seeds 79 and 2254358 on the
+    # master ASan build).  The range is the namespace's own.
+    if PORT_BASE + 1000 < 60000:
+        try:
+            with open("/proc/sys/net/ipv4/ip_local_port_range", "w") as f:
+                f.write("%d 60999\n" % max(PORT_BASE + 1000, 32768))
+        except OSError:
+            pass
     # the servers of routed scenarios: any address of ROUTED_NET is local
     sh("ip", "route", "add", "local", ROUTED_NET + ".0/24", "dev", "lo")
     hosts = os.path.join(nsdir, "hosts")
