@@ -420,7 +420,7 @@ asan_e2e()
 }
 # the e2e tests that run on the sanitizer builds: reconnects, the probe
 # memory, failover, hostile replies, the field test bed
-ASAN_E2E=${ASAN_E2E:-t_memory_evidence t_memory t_failover t_reconnect t_hostile t_field}
+ASAN_E2E=${ASAN_E2E:-t_memory_evidence t_memory t_failover t_reconnect t_hostile t_field t_client_probe}
 export ASAN_E2E
 # asan_covers TEST: TEST runs on the ASan builds (not twice: once there is
 # enough; E2E_PLAIN_ALL=1 runs the whole suite on the plain builds too)
