@@ -34,7 +34,11 @@
 #       "is not a probe memory file" and stays byte for byte; a corrupt
 #       one gives "is corrupt" and is rewritten; a directory gives "not a
 #       regular file"; --server-probe-persist without --server-probe is
-#       an option error.
+#       an option error;
+#   (g) two clients share one file: b loaded it with GX answered; a then
+#       finds GX silent and saves; b's next save keeps GX as no-reply
+#       (without the merge on save it wrote back what it loaded), and
+#       a's next run does not wait for GX.
 # Prints the figures. Exit 0 pass, 1 fail, 77 skip.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -220,6 +224,42 @@ timeout 10 "$TB_BIN" --client --dev null --remote 127.0.0.1 "$R20" \
 rc=$?
 check "(f) --server-probe-persist without --server-probe: an option error (exit $rc)" \
     bash -c "[ $rc = 1 ] && grep -qF -- '--server-probe-persist requires --server-probe' '$TB_DIR/pf4.out'"
+
+# ------------------------------------------------------------------ (g)
+tb_log "(g) two clients share one file"
+S3=$(tb_port 5) GX=$(tb_port 104) GR=$(tb_port 105)
+tb_server s3 "$S3" -- --server-probe-reply 0 50 10
+tb_relay rgx "127.0.0.1:$GX" "127.0.0.1:$S3" --delay 2
+tb_relay rgr "127.0.0.1:$GR" "127.0.0.1:$S3" --delay 20
+FG="$TB_DIR/memory-shared"
+rm -f "$FG"
+probe_only pg1 --remote 127.0.0.1 "$GX" udp4 --remote 127.0.0.1 "$GR" udp4 --server-probe-persist "$FG"
+# b loads the file (GX answered) and stays connected; its list has GR only
+tb_client cgb -- --remote 127.0.0.1 "$GR" udp4 --server-probe --server-probe-persist "$FG"
+tb_wait_connected cgb 20 >/dev/null
+tb_stop rgx
+tb_relay rgx2 "127.0.0.1:$GX" "127.0.0.1:$S3" --blackhole
+# a finds GX silent and saves it so
+probe_only pg2 --remote 127.0.0.1 "$GX" udp4 --remote 127.0.0.1 "$GR" udp4 --server-probe-persist "$FG"
+check "(g) a's run: GX remembered as no-reply" \
+    grep -qE "^127\.0\.0\.1 $GX udp 127\.0\.0\.1 no-reply " "$FG"
+# b saves after its reconnect's phase: it must not write back GX as
+# answered, the view it loaded
+kill -USR1 "$(tb_pid cgb)"
+wait_phases cgb 2
+wait_connects cgb 2
+check "(g) after b's save GX is still remembered as no-reply" \
+    grep -qE "^127\.0\.0\.1 $GX udp 127\.0\.0\.1 no-reply " "$FG"
+tb_client cga -- --remote 127.0.0.1 "$GX" udp4 --remote 127.0.0.1 "$GR" udp4 \
+    --server-probe --server-probe-persist "$FG"
+tb_wait_connected cga 20 >/dev/null
+pg=$(phase_ms "$(summary cga)")
+check "(g) a's next start does not wait for GX (OFFLINE): phase ${pg:-?} ms < 900" \
+    bash -c "grep -qE 'server-probe: \[AF_INET\]127\.0\.0\.1:$GX not waited for \(offline-for-[0-9]+s\)' '$TB_DIR/cga.log' && [ -n '$pg' ] && [ '$pg' -lt 900 ]"
+check "(g) ... and connects to GR ($(tb_connected_server cga))" test "$(tb_connected_server cga)" = "127.0.0.1:$GR"
+tb_stop cga
+tb_stop cgb
+echo "# shared file: the next run's phase $pg ms (without the merge: the deadline, 1000 ms)"
 
 echo "1..$n"
 echo "# $n checks, $fails failed"
