@@ -94,6 +94,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(oob_memory_skip_at_start(a, NOW_US + 1500000) == oob_memory_skip_at_start(b, NOW_US + 1500000),
               "the same wait decision after a round trip");
     }
+    /* the same bytes as the file another client just saved: merged in
+     * before the next save, within the same bounds */
+    fp = fopen(out, "wb");
+    check(fp != NULL, "temporary file");
+    fwrite(data, 1, size, fp);
+    fclose(fp);
+    check(oob_memory_save(m2, NOW_US, NOW_WALL), "saved after a merge");
+    check_bounds(m2);
+    check(m2->n <= OOB_MEMORY_MAX_ENTRIES, "no more entries than the bound");
     oob_memory_free(m2);
     oob_memory_free(m);
     unlink(in);

@@ -11,7 +11,9 @@
 #                    oob_client_receive() (oob_client.c) on 2.6,
 #                    oob_probe_receive() (oob_probe.c) on master
 #   fuzz_oob_memory  the probe memory file (--server-probe-persist): load,
-#                    bounds, save and load again (oob_memory.c)
+#                    bounds, save and load again, and the same bytes as the
+#                    file another client saved, merged before a save
+#                    (oob_memory.c)
 #
 #   tests/fuzz/run.sh [TARGET...]     build and run (default: all targets)
 #   tests/fuzz/run.sh --build         only build
