@@ -408,8 +408,8 @@ int x = ERROR_CANT_WAIT;' | $HOST-gcc -x c -fsyntax-only - >/dev/null 2>&1; then
         echo "windows: $v: build FAILED for: $(tr '\n' ' ' <"$bin/FAILED")(see $W/obj/$v-build.log)" >&2
     fi
     # only what this variant's build graph makes: the shared build
-    # directory still holds the other variant's test_oob.exe and
-    # test_ssl_shortcut.exe after a switch back to unpatched master
+    # directory still holds the other variant's test_oob.exe after a
+    # switch back to unpatched master
     local out
     while read -r out; do
         case $(basename "$out") in
