@@ -14,6 +14,9 @@
 #   scripts/build.sh prereconnect  the series before its reconnect fixes
 #                               (issue 24; a planted fault of the soak's
 #                               self-test) -> build/bin/openvpn-prereconnect
+#   scripts/build.sh premerge   the series before clients sharing a memory
+#                               file merge it (a planted fault of the
+#                               soak's self-test) -> build/bin/openvpn-premerge
 # (the variants are builds upstream's CI makes; each has its own copy in
 # build/obj/<variant>)
 #
@@ -101,8 +104,14 @@ case "$which" in
         # self-test must catch it (issue 26)
         series_before '^oob_client: probe and connect around the tunnel' "no reconnect fix in the series"
         ;;
+    premerge)
+        # the series before clients sharing a memory file merge it (the
+        # parent of the commit that takes another client's saved
+        # outcomes): a planted fault of the soak's self-test (issue 26)
+        series_before '^oob_memory: take what another client saved' "no memory merge commit in the series"
+        ;;
     *)
-        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem|prereconnect" >&2
+        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem|prereconnect|premerge" >&2
         exit 2
         ;;
 esac
@@ -143,7 +152,7 @@ make -j"$JOBS" >"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined referen
 # build the unit test drivers too, so a broken test build shows here
 # (not for the binaries of the sanitizer run, the soak's self-test and
 # the bench)
-if [ "$which" != asan ] && [ "$which" != prereconnect ] && [ "$which" != nomem ]; then
+if [ "$which" != asan ] && [ "$which" != prereconnect ] && [ "$which" != nomem ] && [ "$which" != premerge ]; then
     make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined reference|Error [0-9]" "$obj/make.log"; exit 1; }
 fi
 cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"

@@ -476,6 +476,7 @@ lane_step asan/build 1500 nice -n 19 "$top/scripts/build.sh" asan
 [ $have_master = 1 ] &&
     lane_step master/asan/build 1500 nice -n 19 env BASE=master "$top/scripts/build.sh" asan
 lane_step soak/prereconnect-build 900 nice -n 19 "$top/scripts/build.sh" prereconnect
+lane_step soak/premerge-build 900 nice -n 19 "$top/scripts/build.sh" premerge
 lane_step variant/mbedtls-build 900 nice -n 19 "$top/scripts/build.sh" mbedtls
 lane_step variant/small 900 nice -n 19 "$top/scripts/build.sh" small
 if [ $have_master = 1 ]; then
@@ -613,9 +614,11 @@ step variant/mbedtls    600 after variant/mbedtls-build variant_mbedtls
 # the soak's self-test: faults planted in wrappers of the same client (it
 # ignores --server-probe, exits by itself after 3 s, starts 6 s late) and
 # the series before its reconnect fixes (scripts/build.sh prereconnect)
+# and the series before the memory merge (scripts/build.sh premerge)
 # must each fail a check of the soak on their seeds (about 2 minutes)
 wait_for soak/prereconnect-build
-step soak/self-test 420 after soak/prereconnect-build "$top/tests/soak/self_test.py"
+wait_for soak/premerge-build
+step soak/self-test 420 after soak/premerge-build "$top/tests/soak/self_test.py"
 
 # the master series' fuzz targets and their self-test (while its lane
 # runs its e2e tests)

@@ -8,6 +8,8 @@ soak must catch each one, as the fuzz self-test does for the fuzz targets:
   late6     the client starts 6 s late
   prereconnect  the series before its reconnect fixes (issue 24), a build
             of its own: scripts/build.sh prereconnect
+  premerge  the series before clients sharing a memory file merge it
+            before a save, a build of its own: scripts/build.sh premerge
 
   self_test.py            fast: each fault on its seeds (SELFTEST_SEEDS,
                           default 2,3; prereconnect: FAST_SEEDS below);
@@ -73,7 +75,13 @@ os.execv("%(bin)s", ["%(bin)s"] + sys.argv[1:])
 # planted fault: the series before its reconnect fixes (a real build)
 exec %(prereconnect)s "$@"
 ''',
+    "premerge": '''#!/bin/bash
+# planted fault: the series before the memory merge (a real build)
+exec %(premerge)s "$@"
+''',
 }
+# the faults that are builds of their own (scripts/build.sh NAME)
+BUILT = ("prereconnect", "premerge")
 
 # faults that only show in some scenarios: the seeds of the fast run
 # (found with --minutes; the closing note of issue 26 lists the search)
@@ -82,6 +90,11 @@ FAST_SEEDS = {
     # each pass"); 150: routed, --persist-tun, the connected server
     # stopped for 60 s ("connected within the bound")
     "prereconnect": "7902679,150",
+    # 300088: another client's save to the memory file after the first
+    # phase, a SIGUSR1 and a late server start later ("memory file shared:
+    # the other client's entry kept"; 4 of the 4 seeds tried with a
+    # shared file and a reconnect caught it)
+    "premerge": "300088",
 }
 
 
@@ -118,20 +131,20 @@ def main():
     if not os.access(binpath, os.X_OK):
         print("SKIP: %s is not built" % os.path.relpath(binpath, soak.TOP))
         return 77
-    prereconnect = os.path.join(soak.TOP, "build", "bin", "openvpn-prereconnect")
+    built = {b: os.path.join(soak.TOP, "build", "bin", "openvpn-" + b) for b in BUILT}
     tmp = tempfile.mkdtemp(prefix="soak-selftest.")
     fails = 0
     try:
         for name in a.faults.split(","):
             w = os.path.join(tmp, "client-" + name)
-            if name == "prereconnect" and not os.access(prereconnect, os.X_OK):
-                print("SKIP: %s is not built (scripts/build.sh prereconnect)"
-                      % os.path.relpath(prereconnect, soak.TOP))
+            if name in built and not os.access(built[name], os.X_OK):
+                print("SKIP: %s is not built (scripts/build.sh %s)"
+                      % (os.path.relpath(built[name], soak.TOP), name))
                 if soak.in_ci():
                     fails += 1
                 continue
             with open(w, "w") as f:
-                f.write(WRAPPERS[name] % {"bin": binpath, "prereconnect": prereconnect})
+                f.write(WRAPPERS[name] % dict(built, bin=binpath))
             os.chmod(w, 0o755)
             env = dict(os.environ, SOAK_OUT=os.path.join(soak.OUT, "selftest-" + name))
             t0 = time.monotonic()

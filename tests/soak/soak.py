@@ -456,7 +456,133 @@ def generate(seed, ipv6=True):
     rd = random.Random(seed * 7919 + 71)
     udp = [i for i, rem in enumerate(sc["remotes"]) if rem["proto"] == "udp"]
     c["dup"] = rd.choice(udp) if udp and rd.random() < 0.125 else None
+    gen_dual_name(seed, sc, ipv6)
+    gen_mod(seed, sc)
+    gen_rebind(seed, sc)
+    c = sc["client"]
+    # another client saves to the same memory file (1 in 3 of the
+    # scenarios whose file is in the client's format, an RNG of its own):
+    # the harness replaces the file, as
+    # oob_memory.c saves it (a new file renamed over it), with what it
+    # holds then and an entry of a server only that other client knows,
+    # which every later save of the patched client must keep.  It comes
+    # right after the patched client's first phase ended (and saved), so
+    # that the save of each later phase must merge it
+    r = random.Random(seed * 7919 + 97)
+    c["mem_other"] = c.get("memory") is not None and c.get("memory_form") == "normal" \
+        and r.random() < 1 / 3
     return sc
+
+
+def other_client_line(seed, now):
+    """the entry of the other client's save: a server the patched client
+    does not know (TEST-NET-1)"""
+    return "other.soak.test 1194 udp 192.0.2.%d answered %d %d 23456 10 50 0 0 0 0" % (
+        1 + seed % 250, now, now)
+
+
+def write_other_client(path, seed):
+    """another client's save to the shared file; False when the file was
+    not there or not in the format (the entry is then not written)"""
+    try:
+        with open(path, "rb") as f:
+            old = f.read().decode(errors="surrogateescape")
+    except OSError:
+        return False
+    if not old.startswith("openvpn-server-probe-memory 1\n"):
+        return False
+    tmp = path + ".other-client"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write((old + other_client_line(seed, int(time.time())) + "\n")
+                .encode(errors="surrogateescape"))
+    os.rename(tmp, path)
+    return True
+
+
+def gen_rebind(seed, sc):
+    """a NAT rebinding (1 in 3 of the scenarios with a relayed UDP server,
+    "slow", up from the start, other than the dead-first ones, an RNG of
+    its own): event "rebind", SIGUSR1 to the relay, which gives each
+    client's flow a new source port towards the server, as a home router
+    does when its mapping expires.  Timed like the other events; in the
+    handshake window (half of them) it comes between the patched client's
+    probe and its shortened handshake, which must then fall back (issue
+    24).  The address counts as down for the handshake window and 1 s
+    after it (a handshake in flight from the old port times out), as for
+    a SIGSTOP."""
+    r = random.Random(seed * 7919 + 89)
+    if sc["template"] == "deadfirst" or r.random() >= 1 / 3:
+        return
+    cand = [[i, k] for i, rem in enumerate(sc["remotes"]) if rem["proto"] == "udp"
+            for k, a in enumerate(rem["addrs"]) if a["b"] == "slow" and not a.get("late")]
+    if not cand:
+        return
+    window = wchoice(r, {"probe": 1, "handshake": 2, "session": 1})
+    sc["events"].append({"t": pick_time(r, window), "kind": "rebind", "target": r.choice(cand),
+                         "window": window, "dur": float(sc["client"]["hand_window"] + 1)})
+    sc["events"].sort(key=lambda e: e["t"])
+
+
+def gen_mod(seed, sc):
+    """management "remote MOD" (1 in 3 of the scenarios with
+    --management-query-remote, no --preresolve and a UDP name management
+    does not SKIP, an RNG of its own): each time the clients ask for that
+    name, management answers with one of its IPv4 addresses as a literal,
+    so the connection goes to an address the phase probed under another
+    remote string; the name's other addresses are no longer used.
+    c["mod"]: [remote, address] or None"""
+    c = sc["client"]
+    c["mod"] = None
+    r = random.Random(seed * 7919 + 83)
+    if c["mgmt"] != "query" or c["preresolve"] or r.random() >= 1 / 3:
+        return
+    cand = [[i, k] for i, rem in enumerate(sc["remotes"])
+            if rem.get("name") and rem["proto"] == "udp" and i not in c["skip"]
+            for k, a in enumerate(rem["addrs"]) if ":" not in a["ip"]]
+    # an address that can carry a connection in 2 of 3 (as a management
+    # client that knows its servers would choose)
+    good = [ik for ik in cand if addr_good(sc, sc["remotes"][ik[0]], sc["remotes"][ik[0]]["addrs"][ik[1]])]
+    if cand:
+        c["mod"] = r.choice(good if good and r.random() < 2 / 3 else cand)
+
+
+def gen_dual_name(seed, sc, ipv6):
+    """a name with A and AAAA records (1 in 4 of the loopback scenarios
+    with a UDP name, an RNG of its own): one more address, ::1, for one
+    UDP name, so that one remote's addresses are of both families (a
+    phase that probes both, a ranking across them, "udp4" with such a
+    name: its ::1 is not used).  The new address takes a behaviour of its
+    own in the random template and one of its name's addresses in the
+    others (a dead name stays dead)."""
+    r = random.Random(seed * 7919 + 79)
+    if not ipv6 or sc.get("topo") or r.random() >= 0.25:
+        return
+    names = [i for i, rem in enumerate(sc["remotes"]) if rem.get("name") and rem["proto"] == "udp"]
+    if not names:
+        return
+    i = r.choice(names)
+    rem = sc["remotes"][i]
+    if sc["template"] == "random":
+        b = gen_addr_behaviour(r, "udp")
+    else:
+        b = r.choice(rem["addrs"])["b"]
+    rem["addrs"].append({"ip": "::1", "b": b, "p": behaviour_params(r, b),
+                         "inner": PORT_BASE + 500 + 10 * (i + 1) + len(rem["addrs"])})
+    rem["dual"] = True
+
+
+def addr_used(sc, rem, a):
+    """whether the clients use the address at all: "udp4" (client
+    "udp_family") for a name leaves out its AAAA address, management's
+    MOD of a name to one of its addresses (client "mod") the others"""
+    c = sc["client"]
+    if c.get("udp_family") and rem["proto"] == "udp" and (":" in a["ip"]) != (":" in rem["host"]):
+        return False
+    mod = c.get("mod")
+    if mod and sc["remotes"].index(rem) == mod[0] and rem["addrs"].index(a) != mod[1]:
+        return False    # management MODs the name to another of its addresses
+    return True
 
 
 def listed(sc):
@@ -651,7 +777,7 @@ def fallback_s(hw):
 
 def addr_good(sc, rem, a):
     c = sc["client"]
-    if a["b"] not in GOOD:
+    if a["b"] not in GOOD or not addr_used(sc, rem, a):
         return False
     if sc["remotes"].index(rem) in c["skip"]:
         return False
@@ -716,7 +842,7 @@ def plan(sc):
             nongood_b += pause + 1.0 + dns_s
             continue
         for a in rem["addrs"]:
-            if addr_good(sc, rem, a):
+            if addr_good(sc, rem, a) or not addr_used(sc, rem, a):
                 continue
             nongood_p += addr_cost(sc, rem, a, True)
             nongood_b += addr_cost(sc, rem, a, False)
@@ -792,6 +918,10 @@ def classes(sc):
         k = rem["kind"]
         if rem.get("name"):
             k = "name(%d addr)" % len(rem["addrs"])
+            if rem.get("dual"):
+                k = "name(A+AAAA)"
+                if c.get("udp_family"):
+                    cl.append("remote:name(A+AAAA) with udp4")
         if rem["kind"] == "tcp":
             k = "tcp"
         cl.append("remote:" + k)
@@ -813,9 +943,13 @@ def classes(sc):
         cl.append("opt:management" + ("-query-remote" if c["mgmt"] == "query" else ""))
     if c["skip"]:
         cl.append("opt:management SKIP")
+    if c.get("mod"):
+        cl.append("opt:management MOD")
     cl.append("opt:memory-file" if c.get("memory") is not None else "opt:no-memory-file")
     if c.get("memory") is not None:
         cl.append("memory-form:" + (c.get("memory_form") or "normal"))
+    if c.get("mem_other"):
+        cl.append("memory:shared with another client")
     cl += [cls for cls, _ in client_extras(c)]
     for e in sc["events"]:
         cl.append("event:" + e["kind"])
@@ -1026,9 +1160,10 @@ class Mgmt(threading.Thread):
     """management client of one openvpn client: answers >REMOTE: (SKIP for
     the remotes in skip, else ACCEPT), sends commands, logs everything"""
 
-    def __init__(self, port, skip_ports, logpath, host="127.0.0.1"):
+    def __init__(self, port, skip_ports, logpath, host="127.0.0.1", mods=None):
         super().__init__(daemon=True)
         self.port, self.skip_ports, self.logpath = port, skip_ports, logpath
+        self.mods = mods or {}      # port: "host port" of a remote MOD
         self.host = host
         self.sock = None
         self.lock = threading.Lock()
@@ -1090,6 +1225,8 @@ class Mgmt(threading.Thread):
                         if port in self.skip_ports:
                             self.skipped.append(port)
                             self.send("remote SKIP")
+                        elif port in self.mods:
+                            self.send("remote MOD " + self.mods[port])
                         else:
                             self.send("remote ACCEPT")
             with self.lock:
@@ -1490,6 +1627,10 @@ class Run:
             q.signal(signal.SIGSTOP)
             self.note("event SIGSTOP %s for %.1fs" % (q.name, ev["dur"]))
             return [("down", tgt), ("later", ev["dur"], "cont", tgt)]
+        if kind == "rebind" and p:
+            p.signal(signal.SIGUSR1)        # the relay: every flow a new source port
+            self.note("event rebind %s: new source ports, down for %.1fs" % (p.name, ev["dur"]))
+            return [("down", tgt), ("later", ev["dur"], "up", tgt)]
         if kind in ("cli-usr1", "cli-hup"):
             sig = signal.SIGUSR1 if kind == "cli-usr1" else signal.SIGHUP
             for cl in clients:
@@ -1558,6 +1699,7 @@ def crm_exit_p(plog):
     return "connect-retry-max" in plog
 
 
+RE_PHASE_END = re.compile(r"server-probe: \d+ of \d+ address(?:es)? answered")
 RE_PHASE = re.compile(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)")
 RE_PLACE1 = re.compile(r"server-probe: \[AF_INET6?\](\S+) rtt=\S+ .*place=1$")
 RE_NO_REPLY = re.compile(r"server-probe: \[AF_INET6?\](\S+) no reply(.*)place=")
@@ -1767,6 +1909,10 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             routes0 = {role: run.ns_routes(role) for role in roles}
         maddr = {role: run.client_addr.get(role, "127.0.0.1") for role in roles}
         skip_ports = {sc["remotes"][i]["port"] for i in c["skip"]}
+        mods = {}
+        if c.get("mod"):
+            mrem = sc["remotes"][c["mod"][0]]
+            mods[mrem["port"]] = "%s %d" % (mrem["addrs"][c["mod"][1]]["ip"], mrem["port"])
         cp = Client(run, "patched", bins["client"],
                     run.client_argv(bins["client"], True, run.remote_args(),
                                     mgmt_port=mports[0] if c["mgmt"] else None,
@@ -1793,7 +1939,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             cl.proc.start()
         if c["mgmt"]:
             for port, role in zip(mports, roles):
-                m = Mgmt(port, skip_ports, os.path.join(d, role + ".mgmt.log"), maddr[role])
+                m = Mgmt(port, skip_ports, os.path.join(d, role + ".mgmt.log"), maddr[role], mods)
                 m.start()
                 mgmts.append(m)
         run.note("clients started (patched pid %d, baseline pid %d, noflag pid %d), cap %.1fs, bound %.1fs"
@@ -1818,6 +1964,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         settle = 1.5
         end_reason = "cap"
         extended = False
+        mem_other = None            # another client's save: (written, when)
+        mem_seen = 0                # the patched client's log lines looked at for it
         while True:
             t = time.monotonic() - run.t0
             for cl in clients:
@@ -1827,6 +1975,12 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     cl.rc = cl.proc.p.returncode
                     cl.exit_t = t
                     run.note("%s exited by itself, rc %s" % (cl.role, cl.rc))
+            if c.get("mem_other") and mem_other is None and bins.get("client_memory") \
+                    and cp.rc is None and any(RE_PHASE_END.search(l) for _, l in cp.lines[mem_seen:]):
+                mem_other = (write_other_client(os.path.join(run.dir, "memory"), sc["seed"]), t)
+                run.note("another client's save to the memory file: %s"
+                         % ("written" if mem_other[0] else "no file in the format, not written"))
+            mem_seen = len(cp.lines)
             while pending and pending[0]["t"] + shift <= t:
                 ev0 = pending[0]
                 w = ev0.get("window")
@@ -1894,6 +2048,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                         run.procs[ik].start()
                         run.note("restart: started %s again" % run.procs[ik].name)
                         stopped.discard(ik)
+                    elif item[1] == "up":
+                        run.note("rebind: %s counts as up again" % run.procs[ik].name)
                     else:
                         q = run.server_proc(ik)
                         q.signal(signal.SIGCONT)
@@ -2148,6 +2304,22 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                   "first line %r, %d malformed line(s)" % (mlines[0], len(bad)))
         else:
             check("memory file intact", None)
+        # another client's save to the shared file: its entry kept by
+        # every save of the patched client after it (the merge)
+        # (judged when a phase of the patched client ended after it: its save)
+        later_saves = sum(1 for t, l in cp.lines if mem_other and t > mem_other[1] and RE_PHASE_END.search(l))
+        if mem_other and mem_other[0] and later_saves:
+            try:
+                with open(mpath) as f:
+                    kept = other_client_line(sc["seed"], 0).split(" answered")[0] in f.read()
+            except OSError:
+                kept = False
+            check("memory file shared: the other client's entry kept", kept,
+                  "the entry of %s is gone after %d phase(s) saved"
+                  % (other_client_line(sc["seed"], 0).split(" answered")[0], later_saves))
+        else:
+            check("memory file shared: the other client's entry kept", None,
+                  "no other client's save, or no phase ended after it")
         # a file that is not the client's to write (not a memory file, a
         # newer format, a symbolic link): byte for byte what it was
         mi = getattr(run, "mem_info", None)
@@ -2469,6 +2641,9 @@ def reductions(sc):
             evs.append(ev)
         n["events"] = evs
         n["client"]["skip"] = [x - (x > i) for x in n["client"]["skip"] if x != i]
+        mod = n["client"].get("mod")
+        if mod:
+            n["client"]["mod"] = None if mod[0] == i else [mod[0] - (mod[0] > i), mod[1]]
         if n["client"]["skip"] and len(n["client"]["skip"]) >= len(n["remotes"]):
             continue        # management never SKIPs every remote
         yield "without remote %d (%s)" % (i, sc["remotes"][i]["host"]), n
@@ -2486,6 +2661,11 @@ def reductions(sc):
                     tgt[1] -= 1
                 evs.append(ev)
             n["events"] = evs
+            mod = n["client"].get("mod")
+            if mod and mod[0] == i:
+                if mod[1] == k:
+                    continue        # the address management MODs the name to
+                mod[1] -= mod[1] > k
             yield "without address %s of remote %d" % (rem["addrs"][k]["ip"], i), n
     # simpler options
     c = sc["client"]
@@ -2500,8 +2680,16 @@ def reductions(sc):
             yield "%s=%s" % (key, val), n
     if c["mgmt"] and not any(ev["kind"].startswith("mgmt") for ev in sc["events"]):
         n = copy()
-        n["client"]["mgmt"], n["client"]["skip"] = None, []
+        n["client"]["mgmt"], n["client"]["skip"], n["client"]["mod"] = None, [], None
         yield "no management", n
+    if c.get("mod"):
+        n = copy()
+        n["client"]["mod"] = None
+        yield "no management MOD", n
+    if c.get("mem_other"):
+        n = copy()
+        n["client"]["mem_other"] = False
+        yield "a memory file of its own", n
     if sc.get("keys"):
         n = copy()
         n["keys"] = None
@@ -2579,11 +2767,13 @@ def describe(sc):
     if c["connect_retry_max"]:
         opts.append("crm=%d" % c["connect_retry_max"])
     if c.get("memory") is not None:
-        opts.append("memfile=%d%s" % (len(c["memory"]), "" if c.get("memory_form") in (None, "normal")
-                                      else "," + c["memory_form"]))
+        opts.append("memfile=%d%s%s" % (len(c["memory"]), "" if c.get("memory_form") in (None, "normal")
+                                        else "," + c["memory_form"],
+                                        ",shared" if c.get("mem_other") else ""))
     opts += [short for _, short in client_extras(c)]
     if c["mgmt"]:
-        opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else ""))
+        opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else "")
+                    + (" mod=%d.%d" % tuple(c["mod"]) if c.get("mod") else ""))
     if sc.get("topo"):
         opts.append("routed" + ("+persist-tun" if sc["topo"]["persist_tun"] else ""))
     evs = ["%s@%.1f%s" % (e["kind"], e["t"], (":%d.%d" % tuple(e["target"])) if e.get("target") else "")
@@ -2708,7 +2898,8 @@ def oracle_outlook(sc):
             continue
         if not c["remote_random"] and any(addr_good(sc, rem, a) for a in rem["addrs"]):
             break
-        t_b += sum(addr_cost(sc, rem, a, False) for a in rem["addrs"] if not addr_good(sc, rem, a))
+        t_b += sum(addr_cost(sc, rem, a, False) for a in rem["addrs"]
+                   if not addr_good(sc, rem, a) and addr_used(sc, rem, a))
     client_side = ("cli-usr1", "cli-hup", "mgmt-usr1", "ping-restart")
     for e in sc["events"]:
         if e["kind"] == "mgmt-probe":
