@@ -129,7 +129,13 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # connected server's ping-restart (22); a name of a late server and
      # a closed address, then a dead remote, the name again: the pass
      # tries its addresses twice before "every remote failed" (53)
-     22, 53]
+     22, 53,
+     # the dimensions of 2026-12-06: a NAT rebinding of the only
+     # working server's relay (401879), a name with A and AAAA records
+     # whose IPv4 and IPv6 servers both answer probes (400268),
+     # management MOD of a name to one of its addresses, a relayed one
+     # (400348)
+     401879, 400268, 400348]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
