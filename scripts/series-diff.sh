@@ -15,6 +15,8 @@
 #                  by the reason it may differ; '#' starts a comment.  A
 #                  missing allow-list allows nothing.
 #
+# The series' hunks in upstream files are compared too (below).
+#
 # "The series' own files" are the files that the HEAD of either tree has
 # and neither base ("upstream" tag) has: the union of the files added
 # between upstream and HEAD in either tree (git diff --diff-filter=A),
@@ -75,5 +77,45 @@ while read -r f; do
     fi
 done < <({ added "$a"; added "$b"; } | sort -u)
 
-echo "series-diff: $n file(s) the series add, $bad unallowed difference(s) (allow-list: ${allowed#"$top"/})"
+# The series' hunks in upstream files: for each file that both bases have
+# and the series changes in either tree, the lines the series removes and
+# adds (git diff -U0 upstream HEAD, without the hunk headers: line numbers
+# and context differ between bases), compared in order.  A file whose
+# hunks may differ is listed in the allow-list as "hunks:PATH reason".
+# Upstream commits a backport carries before the series (v2.7.6 takes
+# master's SipHash cookie and send_standalone_reply()) are its base here:
+# in each tree the series starts at the commit whose subject is that of
+# TREE_A's first commit, so only the series' own hunks are compared.
+first=$(git -C "$a" log --reverse --format=%s upstream..HEAD | sed -n 1p)
+own_base() {
+    local h s
+    while IFS=$'\t' read -r h s; do
+        [ "$s" = "$first" ] && { git -C "$1" rev-parse "$h^"; return; }
+    done < <(git -C "$1" log --reverse --format='%H%x09%s' upstream..HEAD)
+    git -C "$1" rev-parse upstream
+}
+declare -A base=([$a]=$(own_base "$a") [$b]=$(own_base "$b"))
+hunks() {
+    git -C "$1" diff --no-renames -U0 "${base[$1]}" HEAD -- "$2" |
+        grep -E '^[-+]' | grep -vE '^(\+\+\+|---) ' || true
+}
+modified() { git -C "$1" diff --no-renames --diff-filter=M --name-only "${base[$1]}" HEAD --; }
+m=0
+while read -r f; do
+    [ -n "$f" ] || continue
+    in_base "$a" "$f" && in_base "$b" "$f" || continue
+    m=$((m + 1))
+    [ "$(hunks "$a" "$f")" = "$(hunks "$b" "$f")" ] && continue
+    what="hunks differ"
+    [ -z "$(hunks "$a" "$f")" ] && what="not changed in $a"
+    [ -z "$(hunks "$b" "$f")" ] && what="not changed in $b"
+    if [ -n "${allow[hunks:$f]:-}" ]; then
+        echo "allowed  hunks:$f ($what)"
+    else
+        echo "DIFFERS  hunks:$f ($what)"
+        bad=$((bad + 1))
+    fi
+done < <({ modified "$a"; modified "$b"; } | sort -u)
+
+echo "series-diff: $n file(s) the series add, $m upstream file(s) it changes, $bad unallowed difference(s) (allow-list: ${allowed#"$top"/})"
 [ "$bad" -eq 0 ]
