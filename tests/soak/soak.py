@@ -715,10 +715,12 @@ def gen_memory(seed, sc):
 # how the --server-probe-persist file is made: the client's own format,
 # or a file it must survive (corrupt, too long: it starts without it and
 # writes a new one) or leave alone (not a memory file, a newer format, a
-# symbolic link: "not used, never written")
+# symbolic link: "not used, never written"), or cannot write (since
+# 2026-12-06, "readonly": the client's format in a directory bind-mounted
+# read-only, so every save fails with EROFS, even as root)
 MEMORY_FORMS = {"normal": 50, "corrupt": 15, "oversized": 8, "foreign": 10, "newer": 7,
-                "symlink": 10}
-MEMORY_UNTOUCHED = ("foreign", "newer", "symlink")
+                "symlink": 10, "readonly": 8}
+MEMORY_UNTOUCHED = ("foreign", "newer", "symlink", "readonly")
 
 
 def gen_memory_form(seed):
@@ -1352,6 +1354,7 @@ class Run:
         self.client_addr = {}   # role -> its veth address, where its management listens
         self.client_veth = []   # our ends of their veth pairs
         self.stopped_for = {}   # (i, k) -> roles a ping-restart event stopped it for
+        self.ro_mount = None    # the read-only bind mount of a "readonly" memory file's directory
 
     # ---------------------------------------------------------- topology
     def make_client_ns(self, roles):
@@ -1554,8 +1557,18 @@ class Run:
             argv += ["--server-probe"] + ([str(c["margin"])] if c["margin"] is not None else [])
             if c.get("memory") is not None and self.bins.get("client_memory"):
                 path = os.path.join(self.dir, "memory")
+                if c.get("memory_form") == "readonly":
+                    ro = os.path.join(self.dir, "memro")
+                    os.makedirs(ro, exist_ok=True)
+                    path = os.path.join(ro, "memory")
                 self.mem_info = write_memory_file(path, c["memory"], c.get("memory_form") or "normal",
                                                   self.sc["seed"])
+                if c.get("memory_form") == "readonly" and not self.ro_mount:
+                    for cmd in (["mount", "--bind", ro, ro], ["mount", "-o", "remount,ro,bind", ro]):
+                        out = sh(*cmd)
+                        if out.returncode != 0:
+                            raise RuntimeError("%s: %s" % (" ".join(cmd), out.stdout))
+                        self.ro_mount = ro
                 argv += ["--server-probe-persist", path]
         if blocks:
             argv += remotes
@@ -2587,6 +2600,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             m.close()
         for cl in clients:
             cl.proc.stop(2)
+        if run.ro_mount:
+            sh("umount", "-l", run.ro_mount)
         if routes0 and clients:
             # routed: the routes a client added are gone after its exit
             # (upstream's own leftovers are not the series' business)
