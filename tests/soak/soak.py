@@ -465,6 +465,7 @@ def generate(seed, ipv6=True):
     gen_dual_name(seed, sc, ipv6)
     gen_mod(seed, sc)
     gen_rebind(seed, sc)
+    gen_kill(seed, sc)
     c = sc["client"]
     # another client saves to the same memory file (1 in 3 of the
     # scenarios whose file is in the client's format, an RNG of its own):
@@ -478,6 +479,23 @@ def generate(seed, ipv6=True):
     c["mem_other"] = c.get("memory") is not None and c.get("memory_form") == "normal" \
         and r.random() < 1 / 3
     return sc
+
+
+def gen_kill(seed, sc):
+    """SIGKILL (1 in 8 of the scenarios other than the dead-first ones, an
+    RNG of its own): event "cli-kill" kills the three clients and starts
+    them again at once with the same command line (a crash, the OOM
+    killer, a power cut of a laptop that resumes): whatever the killed
+    client left behind (its memory file in the middle of a save, routes
+    around the tunnel, a resolver child) the next start must handle.  In
+    the probe window (half of them, during a phase with --state-timed),
+    the handshake window or the session; a disruption as a SIGUSR1 is."""
+    r = random.Random(seed * 7919 + 101)
+    if sc["template"] == "deadfirst" or r.random() >= 1 / 8:
+        return
+    window = wchoice(r, {"probe": 2, "handshake": 1, "session": 1})
+    sc["events"].append({"t": pick_time(r, window), "kind": "cli-kill", "window": window})
+    sc["events"].sort(key=lambda e: e["t"])
 
 
 def other_client_line(seed, now):
@@ -1262,8 +1280,10 @@ class Client:
         self.role = role
         self.log = os.path.join(run.dir, role + ".log")
         ns = run.client_ns.get(role)
+        # --log-append: a start after a SIGKILL (event cli-kill) goes on
+        # in the same log
         self.proc = Proc(run, role, (["ip", "netns", "exec", ns] if ns else []) +
-                         [binpath] + args + ["--log", self.log], env=env)
+                         [binpath] + args + ["--log-append", self.log], env=env)
         self.off = 0
         self.lines = []
         self.connects = []      # (t, "ip:port")
@@ -1650,6 +1670,20 @@ class Run:
             p.signal(signal.SIGUSR1)        # the relay: every flow a new source port
             self.note("event rebind %s: new source ports, down for %.1fs" % (p.name, ev["dur"]))
             return [("down", tgt), ("later", ev["dur"], "up", tgt)]
+        if kind == "cli-kill":
+            t = time.monotonic() - self.t0
+            for cl in clients:
+                if not cl.proc.alive():
+                    continue        # an exit of its own stays what it was
+                cl.proc.p.kill()
+                cl.proc.p.wait()
+                cl.poll_log(t)
+                cl.lines.append((t, KILLED_LINE))
+                cl.state_connected = cl.in_phase = cl.in_handshake = cl.started = False
+                cl.partial = ""
+                cl.proc.start()
+            self.note("event SIGKILL to the clients, started again")
+            return [("client",)]
         if kind in ("cli-usr1", "cli-hup"):
             sig = signal.SIGUSR1 if kind == "cli-usr1" else signal.SIGHUP
             for cl in clients:
@@ -1718,6 +1752,7 @@ def crm_exit_p(plog):
     return "connect-retry-max" in plog
 
 
+KILLED_LINE = "SOAK: SIGKILL, started again"
 RE_PHASE_END = re.compile(r"server-probe: \d+ of \d+ address(?:es)? answered")
 RE_PHASE = re.compile(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)")
 RE_PLACE1 = re.compile(r"server-probe: \[AF_INET6?\](\S+) rtt=\S+ .*place=1$")
@@ -1806,6 +1841,13 @@ def phase_gaps(lines, has_udp, ports=None, twice=()):
     for t, line in lines:
         if "Initialization Sequence Completed" in line:
             connected = True
+            tried.clear()
+            tried_hp.clear()
+            continue
+        if line == KILLED_LINE:
+            # a new process: it starts with a phase
+            need = "after a SIGKILL and a new start"
+            place1, fresh, preserved, connected = None, False, False, False
             tried.clear()
             tried_hp.clear()
             continue
@@ -2026,7 +2068,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     res.setdefault("rt_classes", []).append(
                         "event-state:%s" % (STATE_OF[w] if hit else "missed (%s)" % w))
                 shift0 = shift
-                if pending[0]["kind"] in ("cli-usr1", "cli-hup", "cli-term") and \
+                if pending[0]["kind"] in ("cli-usr1", "cli-hup", "cli-term", "cli-kill") and \
                         not all(cl.started or cl.rc is not None for cl in clients):
                     # a signal before openvpn installed its handlers would
                     # kill it (default action): wait for its first log line
@@ -2514,7 +2556,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # ping-restart): when the unpatched client is back before the next
         # event, the patched one is back no later than that + phase +
         # 2.5 s + the exceptions on evidence
-        rec = [e for e in ev_log if e[1] in ("cli-usr1", "cli-hup", "mgmt-usr1", "ping-restart")
+        rec = [e for e in ev_log if e[1] in ("cli-usr1", "cli-hup", "mgmt-usr1", "ping-restart",
+                                             "cli-kill")
                and e[2] and e[3]]
         if rec and not crashed and not crm_exit and not c["remote_random"]:
             t_ev = rec[0][0]
@@ -2921,7 +2964,7 @@ def oracle_outlook(sc):
             break
         t_b += sum(addr_cost(sc, rem, a, False) for a in rem["addrs"]
                    if not addr_good(sc, rem, a) and addr_used(sc, rem, a))
-    client_side = ("cli-usr1", "cli-hup", "mgmt-usr1", "ping-restart")
+    client_side = ("cli-usr1", "cli-hup", "mgmt-usr1", "ping-restart", "cli-kill")
     for e in sc["events"]:
         if e["kind"] == "mgmt-probe":
             continue
