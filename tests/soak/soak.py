@@ -2115,7 +2115,11 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                         q = run.server_proc(ik)
                         q.signal(signal.SIGCONT)
                         run.note("SIGCONT %s" % q.name)
-                    if ik not in stopped:
+                    # up again unless stopped, or another event's hold
+                    # on it (a SIGSTOP, a rebind) runs on (seed 7083061:
+                    # a rebind's end counted a server up that a
+                    # ping-restart had SIGSTOPped for 60 s)
+                    if ik not in stopped and not any(x[2] == ik for x in later):
                         down.pop(ik, None)
                     t_stable = max(t_stable, t)
             if term_event:
