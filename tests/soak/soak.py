@@ -498,6 +498,24 @@ def gen_kill(seed, sc):
     sc["events"].sort(key=lambda e: e["t"])
 
 
+def user_reload_exit(plines, blines):
+    """E13: the patched client exited on a fatal key-file read after a
+    SIGHUP, having dropped its privileges (--user) before that SIGHUP,
+    while the unpatched client had not dropped them by then"""
+    t_hup = None
+    for t, line in plines:
+        if "SIGHUP[" in line and "process restarting" in line:
+            t_hup = t
+        elif t_hup is not None and ("Cannot pre-load keyfile" in line or
+                                    ("Permission denied" in line and ".key" in line)):
+            break
+    else:
+        return False
+    dropped = any("UID set to" in line for t, line in plines if t <= t_hup)
+    b_dropped = any("UID set to" in line for t, line in blines if t <= t_hup)
+    return dropped and not b_dropped
+
+
 def other_client_line(seed, now):
     """the entry of the other client's save: a server the patched client
     does not know (TEST-NET-1)"""
@@ -2296,7 +2314,18 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # an exit of its own that the unpatched client did not also make
         # (it had 3 s more): only --connect-retry-max may end the patched
         # client first, as it fails faster on dead addresses
-        if cp.exit_t is not None and not crashed:
+        e13 = cp.exit_t is not None and not crashed and c.get("user") and \
+            user_reload_exit(cp.lines, cb.lines)
+        if e13:
+            # E13: --user and a SIGHUP: the client that had connected (and
+            # so dropped its privileges) cannot read a key file again and
+            # exits, as upstream does; the unpatched client had not
+            # connected yet, still root (seed 3489099, master ASan)
+            check("no exit the unpatched client did not make", None,
+                  "E13: after --user dropped privileges a SIGHUP could not read a key file again "
+                  "(upstream); the unpatched client had not dropped them yet")
+            res["exceptions"].append("E13-user-sighup-key-reload")
+        elif cp.exit_t is not None and not crashed:
             check("no exit the unpatched client did not make",
                   cb.exit_t is not None or (crm_exit_p(plog) and c["connect_retry_max"]),
                   "patched exited by itself at %.2fs (rc %s), unpatched %s"
