@@ -58,6 +58,15 @@ in_base() { git -C "$1" cat-file -e "upstream:$2" 2>/dev/null; }
 blob() { git -C "$1" rev-parse -q --verify "HEAD:$2" 2>/dev/null || echo missing; }
 
 n=0 bad=0
+# verdict KEY WHAT: a difference, allowed when the allow-list has KEY
+verdict() {
+    if [ -n "${allow[$1]:-}" ]; then
+        echo "allowed  $1 ($2)"
+    else
+        echo "DIFFERS  $1 ($2)"
+        bad=$((bad + 1))
+    fi
+}
 while read -r f; do
     [ -n "$f" ] || continue
     in_base "$a" "$f" && continue
@@ -69,12 +78,7 @@ while read -r f; do
     what=differs
     [ "$x" = missing ] && what="missing in $a"
     [ "$y" = missing ] && what="missing in $b"
-    if [ -n "${allow[$f]:-}" ]; then
-        echo "allowed  $f ($what)"
-    else
-        echo "DIFFERS  $f ($what)"
-        bad=$((bad + 1))
-    fi
+    verdict "$f" "$what"
 done < <({ added "$a"; added "$b"; } | sort -u)
 
 # The series' hunks in upstream files: for each file that both bases have
@@ -109,12 +113,7 @@ while read -r f; do
     what="hunks differ"
     [ -z "$(hunks "$a" "$f")" ] && what="not changed in $a"
     [ -z "$(hunks "$b" "$f")" ] && what="not changed in $b"
-    if [ -n "${allow[hunks:$f]:-}" ]; then
-        echo "allowed  hunks:$f ($what)"
-    else
-        echo "DIFFERS  hunks:$f ($what)"
-        bad=$((bad + 1))
-    fi
+    verdict "hunks:$f" "$what"
 done < <({ modified "$a"; modified "$b"; } | sort -u)
 
 echo "series-diff: $n file(s) the series add, $m upstream file(s) it changes, $bad unallowed difference(s) (allow-list: ${allowed#"$top"/})"
