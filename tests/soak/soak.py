@@ -1318,6 +1318,7 @@ class Client:
         self.term_s = None
         self.phases = []        # reasons
         self.phase_t = []       # when
+        self.saved_t = []       # when a phase ended with its summary (and saved the memory)
         self.partial = ""
         self.started = False    # logged its version line: signal handlers are in place
 
@@ -1349,9 +1350,10 @@ class Client:
                 self.in_phase = False
             elif "link remote: " in line:
                 self.in_handshake = True
-            elif re.search(r"server-probe: (\d+ of \d+ addresses answered|no UDP remote|not probing)",
-                           line):
+            elif RE_PHASE_OVER.search(line):
                 self.in_phase = False
+                if RE_PHASE_END.search(line):
+                    self.saved_t.append(t)
             m = RE_PEER.search(line)
             if m:
                 self.connects.append((t, m.group(1)))
@@ -1771,7 +1773,10 @@ def crm_exit_p(plog):
 
 
 KILLED_LINE = "SOAK: SIGKILL, started again"
-RE_PHASE_END = re.compile(r"server-probe: \d+ of \d+ address(?:es)? answered")
+# a phase's summary (oob_client.c), after which the client saved its memory
+RE_PHASE_END = re.compile(r"server-probe: \d+ of \d+ addresses answered")
+# a phase over: that, or a phase with nothing to probe
+RE_PHASE_OVER = re.compile(RE_PHASE_END.pattern + r"|server-probe: (?:no UDP remote|not probing)")
 RE_PHASE = re.compile(r"server-probe: probing \d+ UDP remote\(s\) \(([^)]*)\)")
 RE_PLACE1 = re.compile(r"server-probe: \[AF_INET6?\](\S+) rtt=\S+ .*place=1$")
 RE_NO_REPLY = re.compile(r"server-probe: \[AF_INET6?\](\S+) no reply(.*)place=")
@@ -2044,7 +2049,6 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         end_reason = "cap"
         extended = False
         mem_other = None            # another client's save: (written, when)
-        mem_seen = 0                # the patched client's log lines looked at for it
         while True:
             t = time.monotonic() - run.t0
             for cl in clients:
@@ -2055,11 +2059,10 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     cl.exit_t = t
                     run.note("%s exited by itself, rc %s" % (cl.role, cl.rc))
             if c.get("mem_other") and mem_other is None and bins.get("client_memory") \
-                    and cp.rc is None and any(RE_PHASE_END.search(l) for _, l in cp.lines[mem_seen:]):
+                    and cp.rc is None and cp.saved_t:
                 mem_other = (write_other_client(os.path.join(run.dir, "memory"), sc["seed"]), t)
                 run.note("another client's save to the memory file: %s"
                          % ("written" if mem_other[0] else "no file in the format, not written"))
-            mem_seen = len(cp.lines)
             while pending and pending[0]["t"] + shift <= t:
                 ev0 = pending[0]
                 w = ev0.get("window")
@@ -2401,7 +2404,7 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # another client's save to the shared file: its entry kept by
         # every save of the patched client after it (the merge)
         # (judged when a phase of the patched client ended after it: its save)
-        later_saves = sum(1 for t, l in cp.lines if mem_other and t > mem_other[1] and RE_PHASE_END.search(l))
+        later_saves = sum(1 for t in cp.saved_t if mem_other and t > mem_other[1])
         if mem_other and mem_other[0] and later_saves:
             try:
                 with open(mpath) as f:
