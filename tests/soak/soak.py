@@ -135,7 +135,10 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # whose IPv4 and IPv6 servers both answer probes (400268),
      # management MOD of a name to one of its addresses, a relayed one
      # (400348)
-     401879, 400268, 400348]
+     401879, 400268, 400348,
+     # --management-query-proxy (2026-12-07): the patched client does not
+     # probe and tries what the unpatched one tries, a full server first
+     500046]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
@@ -464,6 +467,7 @@ def generate(seed, ipv6=True):
     c["dup"] = rd.choice(udp) if udp and rd.random() < 0.125 else None
     gen_dual_name(seed, sc, ipv6)
     gen_mod(seed, sc)
+    gen_proxy(seed, sc)
     gen_rebind(seed, sc)
     gen_kill(seed, sc)
     c = sc["client"]
@@ -587,6 +591,17 @@ def gen_mod(seed, sc):
     good = [ik for ik in cand if addr_good(sc, sc["remotes"][ik[0]], sc["remotes"][ik[0]]["addrs"][ik[1]])]
     if cand:
         c["mod"] = r.choice(good if good and r.random() < 2 / 3 else cand)
+
+
+def gen_proxy(seed, sc):
+    """--management-query-proxy (1 in 3 of the scenarios with management,
+    an RNG of its own): management answers every ">PROXY:" with "proxy
+    NONE".  A proxy that management may choose must not be bypassed by
+    probes, so the patched client does not probe at all ("not probing")
+    and behaves as the unpatched one: no phase, the same connection
+    sequence (checked as SPEC 5 is for the client without the flag)"""
+    c = sc["client"]
+    c["proxy"] = bool(c["mgmt"]) and random.Random(seed * 7919 + 97).random() < 1 / 3
 
 
 def gen_dual_name(seed, sc, ipv6):
@@ -989,6 +1004,8 @@ def classes(sc):
         cl.append("opt:management SKIP")
     if c.get("mod"):
         cl.append("opt:management MOD")
+    if c.get("proxy"):
+        cl.append("opt:management-query-proxy")
     cl.append("opt:memory-file" if c.get("memory") is not None else "opt:no-memory-file")
     if c.get("memory") is not None:
         cl.append("memory-form:" + (c.get("memory_form") or "normal"))
@@ -1260,6 +1277,9 @@ class Mgmt(threading.Thread):
                     if line.startswith(">HOLD:"):
                         # --management-hold: start (or go on) at once
                         self.send("hold release")
+                    if line.startswith(">PROXY:"):
+                        # --management-query-proxy: a direct connection
+                        self.send("proxy NONE")
                     if line.startswith(">REMOTE:"):
                         f = line[8:].split(",")
                         try:
@@ -1591,6 +1611,8 @@ class Run:
             argv += ["--management", mgmt_addr, str(mgmt_port)]
             if c["mgmt"] == "query":
                 argv += ["--management-query-remote"]
+            if c.get("proxy"):
+                argv += ["--management-query-proxy"]
             if c.get("hold"):
                 argv += ["--management-hold"]
         if patched:
@@ -2349,8 +2371,19 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                                  else {rem["port"] for rem in sc["remotes"]},
                                  {sc["remotes"][c["dup"]]["port"]} if c.get("dup") is not None
                                  else ())
-        check("a phase before each pass", None if not has_udp else not miss,
+        check("a phase before each pass", None if not has_udp or c.get("proxy") else not miss,
               "; ".join(miss[:3]))
+        # --management-query-proxy: a proxy management may choose is never
+        # bypassed: no phase at all, and it says why
+        if c.get("proxy") and has_udp:
+            phases = [line for _, line in cp.lines if RE_PHASE.search(line)]
+            said = any("server-probe: not probing: --management-query-proxy" in line
+                       for _, line in cp.lines)
+            check("--management-query-proxy: no probe", not phases and (said or not cp.lines),
+                  "%d phase(s) ran (first: %s)" % (len(phases), phases[0]) if phases
+                  else "no 'not probing' line")
+        else:
+            check("--management-query-proxy: no probe", None)
         check("first attempt after a phase at its first place",
               None if not has_udp or c["mgmt"] == "query" else not wrong,
               "; ".join(wrong[:3]))
@@ -2576,7 +2609,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         answering = any(addr_good(sc, rem, a) and a["b"] in ("patched", "slow") and not a.get("late")
                         for rem in sc["remotes"] if rem["proto"] == "udp" for a in rem["addrs"])
         if t_b is not None and t_b >= 5.0 and (t_first_disrupt is None or t_first_disrupt > t_b) \
-                and answering and not crashed and not crm_exit and not c["remote_random"]:
+                and answering and not crashed and not crm_exit and not c["remote_random"] \
+                and not c.get("proxy"):
             exc_b = evidence_exceptions(sc, run, cp.lines, t_p, mgmts[0].skipped if mgmts else [])
             lim_b = pl["phase"] + 3.0 + sum(exc_b.values()) + 0.5 * t_b
             if t_p is None and t_end < lim_b:
@@ -2630,38 +2664,51 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
         # addresses in the same order as the unpatched client (before the
         # first event, which may hit the two at different moments), and
         # exits by itself when and only when that one does
-        if c["remote_random"]:
-            check("no flag: same connection sequence as unpatched", None)
-        else:
+        def same_sequence(cx, name):
+            """cx tries the same addresses in the same order as the
+            unpatched client before the first event, and exits by itself
+            when and only when that one does"""
             until = t_first_disrupt if t_first_disrupt is not None else float("inf")
-            sn, sb = attempts(cn.lines, until), attempts(cb.lines, until)
+            sn, sb = attempts(cx.lines, until), attempts(cb.lines, until)
             k = min(len(sn), len(sb))
-            same_exit = (cn.exit_t is None) == (cb.exit_t is None)
+            same_exit = (cx.exit_t is None) == (cb.exit_t is None)
             # E10, on the logs' evidence: unpatched master and 2.7 pause
             # 2 s before every restart whatever --connect-retry says (since
             # upstream's 619c3e9a; the series' "init: pause for
-            # --connect-retry again" fixes it), so the client without the
-            # flag uses up --connect-retry-max sooner: its exit by that
-            # limit, with the unpatched client still running, is no
-            # difference of the flag
-            # (the pauses in order: unpatched master's are never below 2 s
-            # and double with the backoff as the other's do, so each is at
-            # least the other's, and one is longer)
+            # --connect-retry again" fixes it), so the series' client uses
+            # up --connect-retry-max sooner: its exit by that limit, with
+            # the unpatched client still running, is no difference of the
+            # flag (the pauses in order: unpatched master's are never below
+            # 2 s and double with the backoff as the other's do, so each
+            # is at least the other's, and one is longer)
             pn = [int(x) for x in re.findall(r"Restart pause, (\d+) second",
-                                             "\n".join(l for _, l in cn.lines))]
+                                             "\n".join(l for _, l in cx.lines))]
             pb = [int(x) for x in re.findall(r"Restart pause, (\d+) second",
                                              "\n".join(l for _, l in cb.lines))]
             slower = bool(pn) and bool(pb) and min(pb) >= 2 \
                 and all(a <= b for a, b in zip(pn, pb)) and any(a < b for a, b in zip(pn, pb))
-            if not same_exit and (cb.exit_t is None or (cn.exit_t is not None and cb.exit_t > cn.exit_t)) \
-                    and slower and crm_exit_p("\n".join(l for _, l in cn.lines)):
+            if not same_exit and (cb.exit_t is None or (cx.exit_t is not None and cb.exit_t > cx.exit_t)) \
+                    and slower and crm_exit_p("\n".join(l for _, l in cx.lines)):
                 same_exit = True
-                res["exceptions"].append("E10-unpatched-restart-pause-2s")
-            same = sn[:k] == sb[:k] and same_exit
-            check("no flag: same connection sequence as unpatched", same,
-                  "without the flag %s%s, unpatched %s%s"
-                  % (" ".join(sn[:8]), "" if cn.exit_t is None else " (exited by itself)",
-                     " ".join(sb[:8]), "" if cb.exit_t is None else " (exited by itself)"))
+                if "E10-unpatched-restart-pause-2s" not in res["exceptions"]:
+                    res["exceptions"].append("E10-unpatched-restart-pause-2s")
+            return sn[:k] == sb[:k] and same_exit, \
+                "%s %s%s, unpatched %s%s" % (name, " ".join(sn[:8]), "" if cx.exit_t is None
+                                             else " (exited by itself)", " ".join(sb[:8]),
+                                             "" if cb.exit_t is None else " (exited by itself)")
+
+        if c["remote_random"]:
+            check("no flag: same connection sequence as unpatched", None)
+        else:
+            check("no flag: same connection sequence as unpatched",
+                  *same_sequence(cn, "without the flag"))
+        # with --management-query-proxy the patched client with the flag
+        # too (it does not probe)
+        if c.get("proxy") and not c["remote_random"] and not crashed:
+            check("--management-query-proxy: same connection sequence as unpatched",
+                  *same_sequence(cp, "with the flag"))
+        else:
+            check("--management-query-proxy: same connection sequence as unpatched", None)
         res["attempts_noflag"] = len(attempts(cn.lines, float("inf")))
         if cb.rc is not None and (cb.rc < 0 and cb.rc != -signal.SIGTERM or cb.rc in (134, 139)):
             res["notes"].append("the unpatched client crashed (rc %s)" % cb.rc)
@@ -2781,7 +2828,12 @@ def reductions(sc):
     if c["mgmt"] and not any(ev["kind"].startswith("mgmt") for ev in sc["events"]):
         n = copy()
         n["client"]["mgmt"], n["client"]["skip"], n["client"]["mod"] = None, [], None
+        n["client"]["proxy"] = False
         yield "no management", n
+    if c.get("proxy"):
+        n = copy()
+        n["client"]["proxy"] = False
+        yield "no --management-query-proxy", n
     if c.get("mod"):
         n = copy()
         n["client"]["mod"] = None
@@ -2873,7 +2925,8 @@ def describe(sc):
     opts += [short for _, short in client_extras(c)]
     if c["mgmt"]:
         opts.append("mgmt=" + c["mgmt"] + (" skip=%s" % c["skip"] if c["skip"] else "")
-                    + (" mod=%d.%d" % tuple(c["mod"]) if c.get("mod") else ""))
+                    + (" mod=%d.%d" % tuple(c["mod"]) if c.get("mod") else "")
+                    + (" proxy" if c.get("proxy") else ""))
     if sc.get("topo"):
         opts.append("routed" + ("+persist-tun" if sc["topo"]["persist_tun"] else ""))
     evs = ["%s@%.1f%s" % (e["kind"], e["t"], (":%d.%d" % tuple(e["target"])) if e.get("target") else "")
