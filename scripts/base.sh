@@ -28,6 +28,16 @@
 
 BASE_DEFAULT=2.6
 
+# the files autoreconf generates, left out when a commit's source is
+# copied over a configured tree (check-commits, build.sh's series-before
+# variants): the tree keeps its own, since mixing a tarball's copies with
+# autoreconf's output breaks automake's version check
+AUTOTOOLS_EXCLUDES=(--exclude=Makefile.in --exclude=/configure --exclude=/aclocal.m4
+    --exclude=/config.h.in --exclude=/ltmain.sh --exclude=/compile
+    --exclude=/config.guess --exclude=/config.sub --exclude=/depcomp
+    --exclude=/install-sh --exclude=/missing --exclude=/test-driver
+    --exclude=/ar-lib --exclude=/m4/libtool.m4 --exclude='/m4/lt*.m4')
+
 # base_names: every base there is (a directory of patches/ with a BASE file)
 base_names()
 {

@@ -51,13 +51,29 @@ mkdir -p "$obj" "$top/build/bin"
 # last build of exactly that source finished ("built" is written only
 # then: a build stopped half-way, or one of another revision, leaves
 # objects, a configure and autoreconf output that must not be reused)
+# With SEED (a series-before variant) and a finished patched build, the
+# new source starts from a copy of that build (objects, autoreconf and
+# configure output) with REV's files copied over it (rsync -c without
+# times: a file that differs gets a new time stamp), so make rebuilds only
+# what differs between the two revisions
 fresh_source()
 {
     if [ "$(cat "$obj/rev" 2>/dev/null)" != "$1" ] || [ "$(cat "$obj/built" 2>/dev/null)" != "$1" ]; then
-        rm -rf "$src"
+        rm -rf "$src" "$obj/tree"
         rm -f "$obj/am.sum" "$obj/configure.sum" "$obj/built"
         mkdir -p "$src"
-        git -C "$wt" archive "$1" | tar -x -C "$src"
+        if [ -n "${SEED:-}" ] && [ -f "$OBJ_PATCHED/src/config.status" ] &&
+                [ -f "$OBJ_PATCHED/configure.sum" ] && [ -x "$BIN_PATCHED" ]; then
+            echo "build[$which]: $1 over a copy of the patched build"
+            cp -a "$OBJ_PATCHED/src/." "$src/"
+            cp "$OBJ_PATCHED/am.sum" "$OBJ_PATCHED/configure.sum" "$obj/"
+            mkdir -p "$obj/tree"
+            git -C "$wt" archive "$1" | tar -x -C "$obj/tree"
+            rsync -rlc "${AUTOTOOLS_EXCLUDES[@]}" "$obj/tree/" "$src/"
+            rm -rf "$obj/tree"
+        else
+            git -C "$wt" archive "$1" | tar -x -C "$src"
+        fi
         echo "$1" > "$obj/rev"
     fi
 }
@@ -70,7 +86,7 @@ series_before()
     first=$(git -C "$wt" log --format=%H -1 --grep="$1" upstream..HEAD)
     [ -n "$first" ] || { echo "build[$which]: $2" >&2; exit 1; }
     rev=$(git -C "$wt" rev-parse "$first^")
-    fresh_source "$rev"
+    SEED=1 fresh_source "$rev"
     out="$top/build/bin/openvpn$sfx-$which"
 }
 
