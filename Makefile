@@ -31,6 +31,7 @@ help:
 	@echo "make series-check  git am patches/ onto a fresh base; compare with build/openvpn"
 	@echo "make style         uncrustify check of the series' code"
 	@echo "make check-commits build and unit-test every commit of the series on its own (slow)"
+	@echo "make check-commits-windows  build every commit of the master series with mingw (slow)"
 	@echo "make bench         connect-time and server-cost benchmark"
 	@echo "make bench-fleet   herds of real clients vs several servers (table, plot)"
 	@echo "make fleetsim      fleet simulator, 100000 clients x 50 servers (oob_rank.c)"
@@ -200,8 +201,11 @@ distclean:
 # mingw-w64 and CMake (libraries from Debian's source packages, cached in
 # build/win/deps), openvpn.exe and the unit tests in build/win/bin/; the
 # checks run them under Wine (unit tests, --version/--help, the probe)
-.PHONY: windows check-windows
+.PHONY: windows check-windows check-commits-windows
 windows:
 	@scripts/windows.sh build
 check-windows:
 	@scripts/windows.sh check
+# every commit of the master series built on its own with mingw (-Werror)
+check-commits-windows:
+	@scripts/windows.sh commits

@@ -6,6 +6,10 @@
 #   scripts/windows.sh check     the unit tests, --version/--help and (with the
 #                                series) tests/windows/t_wine_probe.sh, under Wine
 #   scripts/windows.sh deps      only the libraries
+#   scripts/windows.sh commits [FROM [TO]]
+#                                every commit of the master series built on
+#                                its own (-Werror), as upstream's CI builds
+#                                each change with mingw
 #
 # Everything lives under build/win/:
 #   apt/             private apt configuration (deb-src lists, own state and
@@ -342,17 +346,11 @@ prepare_tree()
     echo "$want" >"$d/.git/win-stamp"
 }
 
-build_variant()
+# cmake_configure SRC OBJ LOG: configure the build directory OBJ for the
+# tree SRC (in place when it was configured the same way before)
+cmake_configure()
 {
-    local v=$1 src obj bin="$W/bin/$1" t0 rc=0 want
-    src="$W/src/$(tree_of "$v")" obj="$W/obj/$(tree_of "$v")"
-    t0=$(now)
-    want="$(variant_want "$v") $PREFIX"
-    if [ -f "$bin/openvpn.exe" ] && [ "$(cat "$bin/.stamp" 2>/dev/null)" = "$want" ]; then
-        log "$v: up to date in build/win/bin/$v/ (same base, series and libraries)"
-        return 0
-    fi
-    prepare_tree "$v"
+    local src=$1 obj=$2 log=$3
     mkdir -p "$obj"
     # the toolchain and the prefix come from the command line; upstream's
     # preset would take them from vcpkg
@@ -374,6 +372,7 @@ int x = ERROR_CANT_WAIT;' | $HOST-gcc -x c -fsyntax-only - >/dev/null 2>&1; then
     # directory from cmocka alone, no longer finds cmocka.h.  So the
     # environment is set for ninja too, and CMake is run on every build
     # (in place, cheap) to repair a cache an earlier run got wrong.
+    # Upstream's USE_WERROR is on by default: warnings fail the build.
     export PKG_CONFIG_LIBDIR="$PREFIX/lib/pkgconfig" PKG_CONFIG_PATH=
     if [ ! -f "$obj/build.ninja" ] || [ "$(cat "$obj/.config" 2>/dev/null)" != "$config" ]; then
         rm -rf "$obj"; mkdir -p "$obj"
@@ -392,9 +391,23 @@ int x = ERROR_CANT_WAIT;' | $HOST-gcc -x c -fsyntax-only - >/dev/null 2>&1; then
             -DOPENSSL_ROOT_DIR="$PREFIX" -DOPENSSL_USE_STATIC_LIBS=ON \
             -DCMAKE_C_FLAGS="$cflags" \
             -DENABLE_PKCS11=OFF \
-            -DBUILD_TESTING=ON) >"$W/obj/$v-cmake.log" 2>&1 ||
-        { echo "windows: $v: cmake failed (see $W/obj/$v-cmake.log)" >&2; return 1; }
+            -DBUILD_TESTING=ON) >"$log" 2>&1 || return 1
     echo "$config" >"$obj/.config"
+}
+
+build_variant()
+{
+    local v=$1 src obj bin="$W/bin/$1" t0 rc=0 want
+    src="$W/src/$(tree_of "$v")" obj="$W/obj/$(tree_of "$v")"
+    t0=$(now)
+    want="$(variant_want "$v") $PREFIX"
+    if [ -f "$bin/openvpn.exe" ] && [ "$(cat "$bin/.stamp" 2>/dev/null)" = "$want" ]; then
+        log "$v: up to date in build/win/bin/$v/ (same base, series and libraries)"
+        return 0
+    fi
+    prepare_tree "$v"
+    cmake_configure "$src" "$obj" "$W/obj/$v-cmake.log" ||
+        { echo "windows: $v: cmake failed (see $W/obj/$v-cmake.log)" >&2; return 1; }
     # -k 0: one target that fails (say a unit test that does not link)
     # must not keep the others from being built and checked
     # GIT_DIR: upstream's git-version.py asks git in the build directory,
@@ -615,9 +628,72 @@ series_has_option()
     return 1
 }
 
+# commits [FROM [TO]]: every commit of the master series (patches/master/,
+# the Nth patch applied on the N-1 before it) built on its own with
+# mingw-w64 and upstream's -Werror: openvpn.exe and the unit test
+# programs.  One tree and build directory (build/win/src/commits,
+# build/win/obj/commits): git am keeps the time stamps of files a patch
+# does not touch, so ninja rebuilds only what each commit changes.
+# Logs: build/win/commits/NNNN.log; a summary line per commit.
+cmd_commits()
+{
+    local d="$W/src/commits" obj="$W/obj/commits" out="$W/commits" p i from to
+    local list=() pass=0 fail=0 t0 t1 rc
+    mkdir -p "$W" "$out"
+    toolchain
+    upstream_fetch
+    [ -f "$TAPDIR/tap-windows.h" ] || die "no $TAPDIR/tap-windows.h"
+    deps_build
+    while read -r p; do list+=("$p"); done < <(patch_list "$PATCHES")
+    [ ${#list[@]} -gt 0 ] || die "patches/master/series lists no patch"
+    from=${1:-1} to=${2:-${#list[@]}}
+    [ "$from" -ge 1 ] && [ "$to" -le ${#list[@]} ] && [ "$from" -le "$to" ] ||
+        die "commits: FROM TO must be within 1..${#list[@]}"
+    t0=$(now)
+    [ -d "$d/.git" ] || git clone -q "$top/build/src/openvpn.git" "$d" 2>/dev/null
+    git -C "$d" am --abort >/dev/null 2>&1 || true
+    git -C "$d" fetch -q "$top/build/src/openvpn.git" "$PIN" 2>/dev/null || true
+    git -C "$d" checkout -q --detach "$PIN"
+    git -C "$d" reset -q --hard "$PIN"
+    git -C "$d" clean -qfdx
+    if [ "$from" -gt 1 ]; then
+        git -C "$d" -c user.name=windows-build -c user.email=windows@localhost \
+            am -q "${list[@]:0:$((from - 1))}" >"$out/am.log" 2>&1 ||
+            die "git am of the patches before $from failed (see $out/am.log)"
+    fi
+    rm -f "$out"/[0-9]*.log
+    for ((i = from; i <= to; i++)); do
+        p=${list[$((i - 1))]}
+        t1=$(now)
+        local log
+        log="$out/$(printf %04d "$i").log"
+        if ! git -C "$d" -c user.name=windows-build -c user.email=windows@localhost \
+            am -q "$p" >"$log" 2>&1; then
+            echo "FAIL $(basename "$p") (git am)"
+            die "git am of $(basename "$p") failed (see $log)"
+        fi
+        rc=0
+        cmake_configure "$d" "$obj" "$log.cmake" || rc=$?
+        if [ $rc -eq 0 ]; then
+            GIT_DIR="$d/.git" "${NICE[@]}" ninja -C "$obj" -k 0 -j"$JOBS" >>"$log" 2>&1 || rc=$?
+        fi
+        if [ $rc -eq 0 ]; then
+            pass=$((pass + 1))
+            echo "PASS $(basename "$p") ($(( $(now) - t1 )) s)"
+        else
+            fail=$((fail + 1))
+            echo "FAIL $(basename "$p") (see ${log#"$top"/})"
+            grep -aE '^FAILED: |error:|undefined reference' "$log" | head -5 | cut -c1-200 | sed 's/^/     /'
+        fi
+    done
+    log "commits $from..$to: $pass built, $fail failed, in $(( $(now) - t0 )) s"
+    [ $fail -eq 0 ]
+}
+
 case ${1:-build} in
     build) cmd_build ;;
     deps)  mkdir -p "$W"; toolchain; deps_build ;;
     check) cmd_check ;;
-    *) die "usage: scripts/windows.sh [build|deps|check]" ;;
+    commits) shift; cmd_commits "$@" ;;
+    *) die "usage: scripts/windows.sh [build|deps|check|commits [FROM [TO]]]" ;;
 esac
