@@ -138,7 +138,11 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      401879, 400268, 400348,
      # --management-query-proxy (2026-12-07): the patched client does not
      # probe and tries what the unpatched one tries, a full server first
-     500046]
+     500046,
+     # a lost probe (2026-12-07): the relay of the dead-first list's
+     # working server drops the first probe; the phase's resend is
+     # answered and ranked by the first probe ("lost=293.0ms")
+     520092]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
@@ -468,6 +472,7 @@ def generate(seed, ipv6=True):
     gen_dual_name(seed, sc, ipv6)
     gen_mod(seed, sc)
     gen_proxy(seed, sc)
+    gen_probe_loss(seed, sc)
     gen_rebind(seed, sc)
     gen_kill(seed, sc)
     c = sc["client"]
@@ -602,6 +607,20 @@ def gen_proxy(seed, sc):
     sequence (checked as SPEC 5 is for the client without the flag)"""
     c = sc["client"]
     c["proxy"] = bool(c["mgmt"]) and random.Random(seed * 7919 + 97).random() < 1 / 3
+
+
+def gen_probe_loss(seed, sc):
+    """a lost probe (1 in 3 of the scenarios with a relayed UDP server
+    up from the start, an RNG of its own): that server's relay drops the
+    first probe that reaches it (--drop-first-up with the probe's opcode,
+    P_CONTROL_OOB_WKC_V1 with tls-crypt-v2, else P_CONTROL_OOB_V1), as a
+    lossy path does.  The phase probes it again (at 300 and 650 ms) and
+    must hear it: invariant 16 judges it like any server that answers"""
+    r = random.Random(seed * 7919 + 101)
+    cand = [a for rem in sc["remotes"] if rem["proto"] == "udp"
+            for a in rem["addrs"] if a["b"] == "slow" and not a.get("late")]
+    if cand and r.random() < 1 / 3:
+        r.choice(cand)["p"]["probe_lost"] = True
 
 
 def gen_dual_name(seed, sc, ipv6):
@@ -988,6 +1007,8 @@ def classes(sc):
             cl.append("behaviour:%s%s" % (a["b"], "/tcp" if rem["proto"] == "tcp" else ""))
             if a.get("p", {}).get("budget"):
                 cl.append("behaviour:patched, probe budget spent")
+            if a.get("p", {}).get("probe_lost"):
+                cl.append("behaviour:slow, first probe lost")
     cl.append("opt:margin" if c["margin"] is not None else "opt:no-margin")
     for o in ("preresolve", "persist_remote_ip", "remote_random", "ping"):
         if c[o]:
@@ -1519,6 +1540,8 @@ class Run:
         if b in ("slow", "blackhole"):
             inner = "127.0.0.1:%d" % a["inner"]
             extra = ["--blackhole"] if b == "blackhole" else ["--delay", str(a["p"]["delay"])]
+            if a["p"].get("probe_lost"):
+                extra += ["--drop-first-up", "13" if self.sc["wrap"] == "tls-crypt-v2" else "12"]
             pidf = os.path.join(self.dir, name + ".relay.pid")
             argv = [self.bins["relay"], "--listen", hostport, "--upstream", inner, "--quiet",
                     "--pidfile", pidf, "--log", os.path.join(self.dir, name + ".relay.log")] + extra
@@ -2838,6 +2861,12 @@ def reductions(sc):
         n = copy()
         n["client"]["proxy"] = False
         yield "no --management-query-proxy", n
+    if any(a.get("p", {}).get("probe_lost") for rem in sc["remotes"] for a in rem["addrs"]):
+        n = copy()
+        for rem in n["remotes"]:
+            for a in rem["addrs"]:
+                a.get("p", {}).pop("probe_lost", None)
+        yield "no lost probe", n
     if c.get("mod"):
         n = copy()
         n["client"]["mod"] = None
@@ -2907,6 +2936,8 @@ def describe(sc):
                                       ",".join(a["b"] + ("(late)" if a.get("late") else "")
                                                + ("(budget %d/%ds)" % tuple(a["p"]["budget"])
                                                   if a.get("p", {}).get("budget") else "")
+                                               + ("(probe lost)" if a.get("p", {}).get("probe_lost")
+                                                  else "")
                                                + ("@" + a["ip"] if rem.get("name") else "")
                                                for a in rem["addrs"]) or "NXDOMAIN"))
     opts = ["wrap=" + sc["wrap"], "ct=%d" % c["connect_timeout"], "hw=%d" % c["hand_window"],
