@@ -525,6 +525,18 @@ def user_reload_exit(plines, blines):
     return dropped and not b_dropped
 
 
+def usr1_hup_asymmetric(xlines, blines):
+    """E15: upstream turned a hard SIGUSR1 into a SIGHUP ("close_context
+    usr1 to hup": the signal arrived in the restart pause) in one of the
+    two clients and not in the other.  A SIGHUP reads the configuration
+    again (fatal after --user when a key file is no longer readable) and
+    starts the --connect-retry-max count anew: from there on, which of
+    them exits is the signal's timing, not the flag"""
+    def conv(lines):
+        return any("close_context usr1 to hup" in l for _, l in lines)
+    return conv(xlines) != conv(blines)
+
+
 def other_client_line(seed, now):
     """the entry of the other client's save: a server the patched client
     does not know (TEST-NET-1)"""
@@ -2419,6 +2431,14 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                   "E13: after --user dropped privileges a SIGHUP could not read a key file again "
                   "(upstream); the unpatched client had not dropped them yet")
             res["exceptions"].append("E13-user-sighup-key-reload")
+        elif cp.exit_t is not None and not crashed and cb.exit_t is None \
+                and usr1_hup_asymmetric(cp.lines, cb.lines):
+            # E15 (see same_sequence()): the same SIGUSR1 met the patched
+            # client in its restart pause, the unpatched one elsewhere
+            check("no exit the unpatched client did not make", None,
+                  "E15: a SIGUSR1 in the restart pause became a SIGHUP (upstream), "
+                  "not in the unpatched client")
+            res["exceptions"].append("E15-usr1-to-hup-in-restart-pause")
         elif cp.exit_t is not None and not crashed:
             check("no exit the unpatched client did not make",
                   cb.exit_t is not None or (crm_exit_p(plog) and c["connect_retry_max"]),
@@ -2718,7 +2738,13 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                     exc_r["E9-server-stopped-for-the-other-client"] = e8
                     res["exceptions"].append("E9-server-stopped-for-the-other-client")
                 lim_r = rb + pl["phase"] + 2.5 + sum(exc_r.values())
-                if (rp is None and t_end < lim_r) or (rp is None and t_next < lim_r):
+                # (an event before the bound that came before the patched
+                # client was back met it in another state than the
+                # unpatched one, which was back: seed 2713359, a
+                # management SIGUSR1 100 ms after the unpatched client's
+                # return, in the patched client's handshake)
+                if (rp is None and t_end < lim_r) or \
+                        ((rp is None or rp > t_next) and t_next < lim_r):
                     check("reconnect: patched back no later than unpatched + phase", None,
                           "the run or the next event before the bound")
                 else:
@@ -2773,13 +2799,21 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             # in its pause and the other in an attempt, and only the one
             # it met in the pause exited: the signal's timing, not the
             # flag (master 2026-12-07, seed 7896935)
-            hup_x = any("close_context usr1 to hup" in l for _, l in cx.lines)
-            hup_b = any("close_context usr1 to hup" in l for _, l in cb.lines)
-            if not same_exit and ((cx.exit_t is not None and hup_x and not hup_b)
-                                  or (cb.exit_t is not None and hup_b and not hup_x)):
+            if not same_exit and usr1_hup_asymmetric(cx.lines, cb.lines):
                 same_exit = True
                 if "E15-usr1-to-hup-in-restart-pause" not in res["exceptions"]:
                     res["exceptions"].append("E15-usr1-to-hup-in-restart-pause")
+            # E13 either way round: after --user, a SIGHUP cannot read a
+            # key file again in the client that had connected (dropped its
+            # privileges) by then, and the other had not (seed 5287017:
+            # the SIGHUP 150 ms after the unpatched client connected, the
+            # ASan client without the flag not yet)
+            if not same_exit and c.get("user") and \
+                    ((cx.exit_t is not None and user_reload_exit(cx.lines, cb.lines))
+                     or (cb.exit_t is not None and user_reload_exit(cb.lines, cx.lines))):
+                same_exit = True
+                if "E13-user-sighup-key-reload" not in res["exceptions"]:
+                    res["exceptions"].append("E13-user-sighup-key-reload")
             return sn[:k] == sb[:k] and same_exit, \
                 "%s %s%s, unpatched %s%s" % (name, " ".join(sn[:8]), "" if cx.exit_t is None
                                              else " (exited by itself)", " ".join(sb[:8]),
