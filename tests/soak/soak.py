@@ -142,7 +142,13 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # a lost probe (2026-12-07): the relay of the dead-first list's
      # working server drops the first probe; the phase's resend is
      # answered and ranked by the first probe ("lost=293.0ms")
-     520092]
+     520092,
+     # a lossy path (2026-12-07, second): 20 % loss each way on a relayed
+     # server whose first probe is also dropped, --preresolve,
+     # management queries, a SIGKILL (1036); dead servers first and the
+     # only live one lossy: a lost packet of the shortcut's handshake,
+     # the client moves on and comes back (1180)
+     1036, 1180]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
 OUT = os.path.abspath(os.environ.get("SOAK_OUT", os.path.join(TOP, "build", "soak")))
@@ -473,6 +479,7 @@ def generate(seed, ipv6=True):
     gen_mod(seed, sc)
     gen_proxy(seed, sc)
     gen_probe_loss(seed, sc)
+    gen_path_loss(seed, sc)
     gen_rebind(seed, sc)
     gen_kill(seed, sc)
     c = sc["client"]
@@ -633,6 +640,22 @@ def gen_probe_loss(seed, sc):
             for a in rem["addrs"] if a["b"] == "slow" and not a.get("late")]
     if cand and r.random() < 1 / 3:
         r.choice(cand)["p"]["probe_lost"] = True
+
+
+def gen_path_loss(seed, sc):
+    """a lossy path (1 in 4 of the scenarios with a relayed UDP server,
+    an RNG of its own; issue 26): that server's relay drops 5, 10 or 20 %
+    of the datagrams in each direction (--loss, with a seed of the
+    scenario's), probes, handshakes and data alike, for every client.
+    The checks charge what the relay's log shows it lost
+    (loss_charges())"""
+    r = random.Random(seed * 7919 + 107)
+    cand = [a for rem in sc["remotes"] if rem["proto"] == "udp"
+            for a in rem["addrs"] if a["b"] == "slow"]
+    if cand and r.random() < 1 / 4:
+        a = r.choice(cand)
+        a["p"]["loss"] = r.choice([5, 10, 20])
+        a["p"]["loss_seed"] = r.randint(1, 10 ** 9)
 
 
 def gen_dual_name(seed, sc, ipv6):
@@ -1021,6 +1044,8 @@ def classes(sc):
                 cl.append("behaviour:patched, probe budget spent")
             if a.get("p", {}).get("probe_lost"):
                 cl.append("behaviour:slow, first probe lost")
+            if a.get("p", {}).get("loss"):
+                cl.append("behaviour:slow, lossy path")
     cl.append("opt:margin" if c["margin"] is not None else "opt:no-margin")
     for o in ("preresolve", "persist_remote_ip", "remote_random", "ping"):
         if c[o]:
@@ -1195,6 +1220,7 @@ class Proc:
         self.run, self.name, self.argv, self.ready, self.env = run, name, argv, ready, env
         self.p = None
         self.stopped = False
+        self.starts = []
 
     def start(self):
         if self.alive():
@@ -1202,6 +1228,11 @@ class Proc:
             # moment, seed 7942533): one process, not a second one whose
             # handle replaces the first's and leaves it running
             return self
+        log = getattr(self, "keep_log", None)
+        if log and os.path.exists(log):
+            # a relay truncates its log when it starts: the earlier
+            # start's stays beside it (loss_events())
+            os.rename(log, "%s.%d" % (log, len(self.starts) - 1))
         out = open(os.path.join(self.run.dir, self.name + ".stderr"), "ab")
         self.p = subprocess.Popen(PDEATH + self.argv, stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, env=self.env)
@@ -1209,6 +1240,7 @@ class Proc:
         self.run.known_pids.add(self.p.pid)
         self.stopped = False
         self.t_start = time.monotonic()
+        self.starts.append(self.t_start)
         return self
 
     def alive(self):
@@ -1554,10 +1586,14 @@ class Run:
             extra = ["--blackhole"] if b == "blackhole" else ["--delay", str(a["p"]["delay"])]
             if a["p"].get("probe_lost"):
                 extra += ["--drop-first-up", "13" if self.sc["wrap"] == "tls-crypt-v2" else "12"]
+            if a["p"].get("loss"):
+                extra += ["--loss", str(a["p"]["loss"]), "--seed", str(a["p"]["loss_seed"])]
             pidf = os.path.join(self.dir, name + ".relay.pid")
             argv = [self.bins["relay"], "--listen", hostport, "--upstream", inner, "--quiet",
                     "--pidfile", pidf, "--log", os.path.join(self.dir, name + ".relay.log")] + extra
-            return Proc(self, name, argv, (os.path.join(self.dir, name + ".relay.log"), "start"))
+            p = Proc(self, name, argv, (os.path.join(self.dir, name + ".relay.log"), "start"))
+            p.keep_log = os.path.join(self.dir, name + ".relay.log")
+            return p
         if b == "hostile":
             hp = a["p"]
             log = os.path.join(self.dir, name + ".log")
@@ -1718,6 +1754,29 @@ class Run:
                     return (i, k)
         return None
 
+    def loss_events(self):
+        """the datagrams the lossy relays (gen_path_loss()) dropped, from
+        their logs (each start's): [(t, (i, k), direction, opcode)], t on
+        the run's clock, in order"""
+        out = []
+        for ik, p in self.procs.items():
+            log = getattr(p, "keep_log", None)
+            a = self.sc["remotes"][ik[0]]["addrs"][ik[1]]
+            if not log or not a["p"].get("loss") or self.t0 is None:
+                continue
+            files = ["%s.%d" % (log, n) for n in range(len(p.starts) - 1)] + [log]
+            for f, t_s in zip(files, p.starts):
+                try:
+                    with open(f, errors="replace") as fp:
+                        text = fp.read()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    m = RE_RELAY_LOST.match(line)
+                    if m:
+                        out.append((float(m.group(1)) + t_s - self.t0, ik, m.group(2), int(m.group(3))))
+        return sorted(out)
+
     def server_proc(self, ik):
         """the process that answers for an address (behind a relay: the server)"""
         return self.backs.get(ik) or self.procs.get(ik)
@@ -1841,6 +1900,34 @@ RE_ATTEMPT = re.compile(r"(?:UDPv[46] link remote|Attempting to establish TCP co
                         r"\[AF_INET6?\](\S+)")
 
 
+# a datagram a relay dropped for --loss: "SECONDS up|down CLIENT OPCODE LEN lost"
+RE_RELAY_LOST = re.compile(r"(\d+\.\d+) (up|down) \S+ (\d+) \d+ lost$")
+# the opcodes of the control channel (resets, P_CONTROL, P_ACK,
+# P_CONTROL_WKC) and of the out-of-band probe and reply: a lost one costs
+# a retransmission, a resent probe, or a failed attempt; a lost data
+# packet (6, 9) costs no connection time
+CONTROL_OPS = (1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13)
+
+
+def control_losses(run, since, until):
+    """the control and probe datagrams the lossy relays dropped from
+    since to until, any client's (the relay's log names a flow by its
+    source port, which the clients' logs do not give)"""
+    return [x for x in run.loss_events() if since <= x[0] < until and x[3] in CONTROL_OPS]
+
+
+def loss_charge(sc, run, since, until):
+    """E16: the seconds charged for the control and probe datagrams a
+    lossy path dropped from since to until: each may have cost the
+    patched client one more pass over the list (a lost reset ends an
+    attempt by the server poll, a lost probe ranks a live server "no
+    reply"), so each is charged the plan's first bound (phase, the
+    addresses that cannot carry a connection, the handshake); generous
+    (the three clients' losses count), and finite: a client that stays
+    stuck still fails"""
+    return len(control_losses(run, since, until)) * plan(sc)["bound0"]
+
+
 def stopped_for_others(run, lines, until, since):
     """E9, the reconnect oracle only: the seconds the patched client's
     attempts from SINCE on spent on addresses that a ping-restart event
@@ -1892,6 +1979,11 @@ def evidence_exceptions(sc, run, lines, t_p, skipped, since=0.0):
             add("E3-remote-random", nx * (c["connect_retry"][0] + 1.0))
     if c["mgmt"] == "query" and skipped:
         add("E7-management-asks-in-probed-order", 1.3 * len(skipped))
+    # E16 (issue 26): control and probe datagrams a lossy path dropped
+    # before the patched client connected
+    e16 = loss_charge(sc, run, since, until)
+    if e16 > 0:
+        add("E16-lossy-path", e16)
     # E14: upstream runs --connect-timeout and --ping-restart on whole
     # seconds in one pass of its coarse timers, --ping-restart first; when
     # that pass comes late (a loaded machine: the event loop did not run
@@ -2019,7 +2111,7 @@ def phase_gaps(lines, has_udp, ports=None, twice=()):
     return missing, wrong
 
 
-def first_phase_silent(sc, lines):
+def first_phase_silent(sc, lines, lossy=()):
     """the servers that answer probes (patched, up from the start, no probe
     budget, no event on them) that the patched client's first phase ranked
     "no reply" although it waited for them (a probe wrapped with the wrong
@@ -2032,6 +2124,9 @@ def first_phase_silent(sc, lines):
             if rem["proto"] == "udp" and a["b"] in ("patched", "slow") and not a.get("late") \
                     and not a.get("p", {}).get("budget") and (i, k) not in targeted:
                 expect.add("%s:%d" % (a["ip"], rem["port"]))
+    # (a lossy path that dropped a probe or a reply: silence is the
+    # path's, E16)
+    expect -= set(lossy)
     silent, in_phase = [], False
     for _, line in lines if expect else []:
         if not in_phase:
@@ -2481,7 +2576,12 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
               None if not has_udp or c["mgmt"] == "query" else not wrong,
               "; ".join(wrong[:3]))
         # every server that answers probes answered the first phase
-        silent = first_phase_silent(sc, cp.lines)
+        lossy = {"%s:%d" % (sc["remotes"][ik[0]]["addrs"][ik[1]]["ip"], sc["remotes"][ik[0]]["port"])
+                 for _, ik, _, op in run.loss_events() if op in (12, 13)}
+        silent = first_phase_silent(sc, cp.lines, lossy)
+        if lossy and "E16-lossy-path" not in res["exceptions"] and \
+                first_phase_silent(sc, cp.lines) != silent:
+            res["exceptions"].append("E16-lossy-path")
         check("the first phase heard every server that answers probes",
               None if silent is None else not silent,
               "ranked 'no reply': " + ", ".join(silent) if silent else
@@ -2646,6 +2746,10 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                 if e11 > 0:
                     bound += e11
                     res["exceptions"].append("E11-lport-server-holds-the-session")
+            e16 = loss_charge(sc, run, t_stable, t_end)
+            if e16 > 0:
+                bound += e16
+                res["exceptions"].append("E16-lossy-path")
             if cp.state_connected:
                 check("connected within the bound", True)
             elif t_end >= bound:
@@ -2789,6 +2893,15 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             unpatched client before the first event, and exits by itself
             when and only when that one does"""
             until = t_first_disrupt if t_first_disrupt is not None else float("inf")
+            # E16: a lossy path drops each client's datagrams at random
+            # (a lost reset ends one client's attempt by the server poll,
+            # not the other's): the sequences are compared up to the
+            # first lost control datagram, the exits not after one
+            lost = control_losses(run, 0.0, until)
+            if lost:
+                until = lost[0][0]
+                if "E16-lossy-path" not in res["exceptions"]:
+                    res["exceptions"].append("E16-lossy-path")
             sn, sb = attempts(cx.lines, until), attempts(cb.lines, until)
             k = min(len(sn), len(sb))
             same_exit = (cx.exit_t is None) == (cb.exit_t is None)
@@ -2821,6 +2934,8 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             # client in its pause and the other in an attempt: which of
             # them exits is the signal's timing, not the flag (master
             # 2026-12-07, seeds 7896935, 144356, 1147156)
+            if not same_exit and lost:
+                same_exit = True
             if not same_exit and usr1_hup_asymmetric(cx.lines, cb.lines):
                 same_exit = True
                 if "E15-usr1-to-hup-in-restart-pause" not in res["exceptions"]:
@@ -3002,6 +3117,12 @@ def reductions(sc):
             for a in rem["addrs"]:
                 a.get("p", {}).pop("probe_lost", None)
         yield "no lost probe", n
+    if any(a.get("p", {}).get("loss") for rem in sc["remotes"] for a in rem["addrs"]):
+        n = copy()
+        for rem in n["remotes"]:
+            for a in rem["addrs"]:
+                a.get("p", {}).pop("loss", None)
+        yield "no lossy path", n
     if c.get("mod"):
         n = copy()
         n["client"]["mod"] = None
@@ -3073,6 +3194,8 @@ def describe(sc):
                                                   if a.get("p", {}).get("budget") else "")
                                                + ("(probe lost)" if a.get("p", {}).get("probe_lost")
                                                   else "")
+                                               + ("(loss %d%%)" % a["p"]["loss"]
+                                                  if a.get("p", {}).get("loss") else "")
                                                + ("@" + a["ip"] if rem.get("name") else "")
                                                for a in rem["addrs"]) or "NXDOMAIN"))
     opts = ["wrap=" + sc["wrap"], "ct=%d" % c["connect_timeout"], "hw=%d" % c["hand_window"],
