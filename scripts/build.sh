@@ -17,6 +17,10 @@
 #   scripts/build.sh premerge   the series before clients sharing a memory
 #                               file merge it (a planted fault of the
 #                               soak's self-test) -> build/bin/openvpn-premerge
+#   scripts/build.sh noresend   the series as it is, but a probe phase sends
+#                               each probe once, never again at 300 and
+#                               650 ms (a planted fault of the soak's
+#                               self-test) -> build/bin/openvpn-noresend
 # (the variants are builds upstream's CI makes; each has its own copy in
 # build/obj/<variant>)
 #
@@ -126,8 +130,22 @@ case "$which" in
         # outcomes): a planted fault of the soak's self-test (issue 26)
         series_before '^oob_memory: take what another client saved' "no memory merge commit in the series"
         ;;
+    noresend)
+        # the series as it is with one planted fault (issue 26: the soak
+        # must notice a phase that does not resend a lost probe); the
+        # source of HEAD over a copy of the patched build, then the one
+        # change, checked to have applied
+        rev=$(git -C "$wt" rev-parse HEAD)
+        SEED=1 fresh_source "$rev"
+        f=$src/src/openvpn/oob_client.c
+        [ -f "$src/src/openvpn/oob_probe.c" ] && f=$src/src/openvpn/oob_probe.c
+        sed -i 's/^static const int oob_send_schedule_ms\[\] = { 0, 300, 650 };$/static const int oob_send_schedule_ms[] = { 0 };/' "$f"
+        grep -q '^static const int oob_send_schedule_ms\[\] = { 0 };$' "$f" ||
+            { echo "build[$which]: the probe schedule in $f is not the one this fault replaces" >&2; exit 1; }
+        out="$top/build/bin/openvpn$sfx-$which"
+        ;;
     *)
-        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem|prereconnect|premerge" >&2
+        echo "usage: $0 patched|baseline|asan|mbedtls|small|nomem|prereconnect|premerge|noresend" >&2
         exit 2
         ;;
 esac
@@ -168,7 +186,8 @@ make -j"$JOBS" >"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined referen
 # build the unit test drivers too, so a broken test build shows here
 # (not for the binaries of the sanitizer run, the soak's self-test and
 # the bench)
-if [ "$which" != asan ] && [ "$which" != prereconnect ] && [ "$which" != nomem ] && [ "$which" != premerge ]; then
+if [ "$which" != asan ] && [ "$which" != prereconnect ] && [ "$which" != nomem ] && [ "$which" != premerge ] &&
+        [ "$which" != noresend ]; then
     make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined reference|Error [0-9]" "$obj/make.log"; exit 1; }
 fi
 cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"

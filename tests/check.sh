@@ -477,6 +477,7 @@ lane_step asan/build 1500 nice -n 19 "$top/scripts/build.sh" asan
     lane_step master/asan/build 1500 nice -n 19 env BASE=master "$top/scripts/build.sh" asan
 lane_step soak/prereconnect-build 900 nice -n 19 "$top/scripts/build.sh" prereconnect
 lane_step soak/premerge-build 900 nice -n 19 "$top/scripts/build.sh" premerge
+lane_step soak/noresend-build 900 nice -n 19 "$top/scripts/build.sh" noresend
 lane_step variant/mbedtls-build 900 nice -n 19 "$top/scripts/build.sh" mbedtls
 lane_step variant/small 900 nice -n 19 "$top/scripts/build.sh" small
 if [ $have_master = 1 ]; then
@@ -615,10 +616,13 @@ step variant/mbedtls    600 after variant/mbedtls-build variant_mbedtls
 # ignores --server-probe, exits by itself after 3 s, starts 6 s late) and
 # the series before its reconnect fixes (scripts/build.sh prereconnect)
 # and the series before the memory merge (scripts/build.sh premerge)
-# must each fail a check of the soak on their seeds (about 2 minutes)
+# and the series with a phase that never resends a probe
+# (scripts/build.sh noresend) must each fail a check of the soak on
+# their seeds (about 2 minutes)
 wait_for soak/prereconnect-build
 wait_for soak/premerge-build
-step soak/self-test 420 after soak/premerge-build "$top/tests/soak/self_test.py"
+wait_for soak/noresend-build
+step soak/self-test 420 after soak/noresend-build "$top/tests/soak/self_test.py"
 
 # the master series' fuzz targets and their self-test (while its lane
 # runs its e2e tests)

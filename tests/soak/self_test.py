@@ -10,6 +10,9 @@ soak must catch each one, as the fuzz self-test does for the fuzz targets:
             of its own: scripts/build.sh prereconnect
   premerge  the series before clients sharing a memory file merge it
             before a save, a build of its own: scripts/build.sh premerge
+  noresend  the series as it is, but a probe phase sends each probe once
+            (no resend at 300 and 650 ms), a build of its own:
+            scripts/build.sh noresend
 
   self_test.py            fast: each fault on its seeds (SELFTEST_SEEDS,
                           default 2,3; prereconnect: FAST_SEEDS below);
@@ -79,9 +82,13 @@ exec %(prereconnect)s "$@"
 # planted fault: the series before the memory merge (a real build)
 exec %(premerge)s "$@"
 ''',
+    "noresend": '''#!/bin/bash
+# planted fault: a phase that never resends a probe (a real build)
+exec %(noresend)s "$@"
+''',
 }
 # the faults that are builds of their own (scripts/build.sh NAME)
-BUILT = ("prereconnect", "premerge")
+BUILT = ("prereconnect", "premerge", "noresend")
 
 # faults that only show in some scenarios: the seeds of the fast run
 # (found with --minutes; the closing note of issue 26 lists the search)
@@ -95,6 +102,10 @@ FAST_SEEDS = {
     # the other client's entry kept"; 4 of the 4 seeds tried with a
     # shared file and a reconnect caught it)
     "premerge": "300088",
+    # 520092: the relay of the dead-first list's working server drops the
+    # first probe; without the resend the phase ranks it "no reply" ("the
+    # first phase heard every server that answers probes")
+    "noresend": "520092",
 }
 
 
