@@ -33,6 +33,10 @@
 #       first address is refused, its second live: the connection tries
 #       the live one first (with --persist-remote-ip a refused first
 #       address trapped the client: soak seed 2825446);
+#   (c4) no address answers, the name's first address silent (a dead
+#       host), its second refused, its third live but silent: the
+#       connection tries the refused one after the live one (only a
+#       refused first address used to go last);
 #   (d) the phase deadline: with a dead target the phase takes 0.9-1.5 s;
 #       when every target answers it ends within the slowest RTT + 150 ms;
 #   (e) the shortcut over IPv6 ([::1] server and relay);
@@ -312,6 +316,38 @@ fi
 report "order.test: the refused 127.0.0.4 is tried last, the silent live 127.0.0.5 first: connected in ${ms:-?} ms" \
     "$why" co
 tb_stop co; tb_stop rsilent; tb_stop so
+
+# (c4) no address answers; the name's first address is silent (a dead
+# host), its second refused (nothing listens), its third a live server
+# that does not answer probes: the refused address goes after the live
+# one (before, only a refused first address was moved back, and the
+# refused second cost a --connect-timeout before the live third)
+tb_log "(c4) a name whose second address is refused, its third silent but live"
+SM=$(tb_port 60) PMID=$(tb_port 61)
+tb_server sm "$SM" -- --ping 1 --server-probe-reply off
+tb_relay rmdead "127.0.0.8:$PMID" "127.0.0.1:$SM" --blackhole
+tb_relay rmlive "127.0.0.10:$PMID" "127.0.0.1:$SM"
+printf '127.0.0.8 mid.test\n127.0.0.9 mid.test\n127.0.0.10 mid.test\n' >>"$TB_DIR/hosts"
+tb_client cm --bin "$TB_DIR/patched-hosts" -- --remote mid.test "$PMID" udp4 --server-probe \
+    --connect-timeout 3 --ping 1
+why=""
+if ! ms=$(tb_wait_connected cm 40 2>/dev/null); then
+    why="did not connect"
+else
+    tried=$(grep -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/cm.log" | sed 's/.*\]//' |
+            tr '\n' ' ' | sed 's/ $//')
+    l9=$(rank cm "[AF_INET]127.0.0.9:$PMID")
+    if ! like "$l9" "* refused place=1"; then
+        why="127.0.0.9 not ranked as refused: '$l9'"
+    elif [ "$tried" != "127.0.0.8:$PMID 127.0.0.10:$PMID" ]; then
+        why="attempts: [$tried], expected [127.0.0.8:$PMID 127.0.0.10:$PMID] (the refused 127.0.0.9 after the live one)"
+    elif [ "$(tb_connected_server cm)" != "127.0.0.10:$PMID" ]; then
+        why="connected to $(tb_connected_server cm), not 127.0.0.10:$PMID"
+    fi
+fi
+report "mid.test: the silent 127.0.0.8, then the live 127.0.0.10; the refused 127.0.0.9 not before them: connected in ${ms:-?} ms" \
+    "$why" cm
+tb_stop cm; tb_stop rmdead; tb_stop rmlive; tb_stop sm
 
 # (c3) management skips the probe's winner (--management-query-remote
 # "remote SKIP") and takes a name whose first address is refused (closed
