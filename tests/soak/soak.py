@@ -2702,6 +2702,20 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
             if c.get("proxy") and live_good and tried:
                 live_good = []
                 res["exceptions"].append("E8-proxy-remote-into-the-tunnel")
+        # E17: with --management-query-proxy nothing is probed and the
+        # client is upstream's; with --persist-remote-ip upstream keeps
+        # the address of the last attempt, a failed one too (E6, fixed
+        # for a probing client), and may never leave it (seed 6220290 of
+        # 2.6: a name's closed first address, tried for 22 s by the
+        # patched and the unpatched client alike): when both clients'
+        # attempts since the servers were stable all went to one address
+        # each, liveness is upstream's, not judged
+        if c.get("proxy") and c["persist_remote_ip"] and live_good:
+            tried = [attempts(x.lines, float("inf"), since=t_stable) for x in (cp, cb)]
+            if all(len(x) >= 2 and len(set(x)) == 1 for x in tried) \
+                    and not cp.state_connected and not cb.state_connected:
+                live_good = []
+                res["exceptions"].append("E17-proxy-persist-remote-ip")
         crm_exit = cp.exit_t is not None and "connect-retry-max" in plog
         if not live_good or crashed:
             check("connected within the bound", None)
