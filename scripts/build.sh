@@ -190,6 +190,12 @@ if [ "$which" != asan ] && [ "$which" != prereconnect ] && [ "$which" != nomem ]
         [ "$which" != noresend ]; then
     make -j"$JOBS" -C tests check TESTS= >>"$obj/make.log" 2>&1 || { grep -m40 -E "error:|undefined reference|Error [0-9]" "$obj/make.log"; exit 1; }
 fi
-cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"
+# an unchanged binary keeps its time stamp: the soak takes
+# build/bin/openvpn-asan only while it is not older than build/bin/openvpn
+# (a rebuild of nothing made the ASan build look stale, and a 60-minute
+# soak ran on the plain build)
+if ! cmp -s src/openvpn/openvpn "$out"; then
+    cp src/openvpn/openvpn "$out.tmp" && mv "$out.tmp" "$out"
+fi
 [ -z "${rev:-}" ] || echo "$rev" > "$obj/built"
 echo "build[$which]: $out"

@@ -154,7 +154,7 @@ CHECK_SEEDS = [int(x) for x in os.environ.get("SOAK_CHECK_SEEDS", "").split(",")
      # client from the server it had been on to the name's dead first
      # address, then the refused one ("oob_client: keep the position
      # unless the session's address was refused"; found by a 60-minute
-     # 2.6 ASan soak: back 8.6 s after the unpatched client)
+     # 2.6 soak, plain build: back 8.6 s after the unpatched client)
      8389884]
 
 PORT_BASE = int(os.environ.get("SOAK_PORT_BASE", "36000"))
@@ -214,6 +214,11 @@ def default_bin():
         # "no sanitizer report" must mean something in CI
         sys.exit("soak: CI=true and no current build/bin/openvpn-asan (scripts/build.sh asan, "
                  "newer than build/bin/openvpn): a soak without sanitizers is refused in CI")
+    if os.access(asan, os.X_OK):
+        # (a 60-minute run of 2026-12-07 took the plain build unnoticed)
+        print("soak: WARNING: build/bin/openvpn-asan is older than build/bin/openvpn: the client "
+              "under test is the plain build, without sanitizers (scripts/build.sh asan, or "
+              "SOAK_BIN=...)", file=sys.stderr)
     return plain
 
 
