@@ -3139,18 +3139,14 @@ def reductions(sc):
         n = copy()
         n["client"]["proxy"] = False
         yield "no --management-query-proxy", n
-    if any(a.get("p", {}).get("probe_lost") for rem in sc["remotes"] for a in rem["addrs"]):
-        n = copy()
-        for rem in n["remotes"]:
-            for a in rem["addrs"]:
-                a.get("p", {}).pop("probe_lost", None)
-        yield "no lost probe", n
-    if any(a.get("p", {}).get("loss") for rem in sc["remotes"] for a in rem["addrs"]):
-        n = copy()
-        for rem in n["remotes"]:
-            for a in rem["addrs"]:
-                a.get("p", {}).pop("loss", None)
-        yield "no lossy path", n
+    # the relays' packet loss, one kind at a time
+    for key, what in (("probe_lost", "no lost probe"), ("loss", "no lossy path")):
+        if any(a.get("p", {}).get(key) for rem in sc["remotes"] for a in rem["addrs"]):
+            n = copy()
+            for rem in n["remotes"]:
+                for a in rem["addrs"]:
+                    a.get("p", {}).pop(key, None)
+            yield what, n
     if c.get("mod"):
         n = copy()
         n["client"]["mod"] = None
