@@ -425,6 +425,13 @@ def generate(seed, ipv6=True):
         # client's state with --state-timed
         window = wchoice(r, {"probe": 1, "handshake": 1, "session": 2})
         ev = {"t": pick_time(r, window), "kind": kind, "window": window}
+        if kind == "cli-term" and random.Random(seed * 7919 + 107 + len(events)).random() < 0.3:
+            # SIGTERM between two attempts (an RNG of its own): after a
+            # SIGUSR1 in the session, in the restart pause that follows
+            # (with --state-timed, when the patched client logged the
+            # restart and no attempt or phase yet)
+            events.append({"t": ev["t"], "kind": "cli-usr1", "window": "session"})
+            ev.update(t=round(ev["t"] + 0.01, 2), window="between")
         if kind in ("stop", "restart", "sigstop", "start"):
             tgt = r.choice(stoppable)
             a = remotes[tgt[0]]["addrs"][tgt[1]]
@@ -2291,6 +2298,15 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                                  else cp.in_handshake and not cp.state_connected):
                     shift = t - ev0["t"]
                     break
+                # between attempts: the patched client restarted (or
+                # started) and has neither a phase nor an attempt nor a
+                # session yet; at most HOLD_MAX s past its time
+                if STATE_TIMED and w == "between" and cp.rc is None \
+                        and t < ev0["t"] + shift0 + HOLD_MAX \
+                        and not (cp.started and not cp.in_phase and not cp.in_handshake
+                                 and not cp.state_connected):
+                    shift = t - ev0["t"]
+                    break
                 if STATE_TIMED and ev0["kind"] != "start" and w in STATE_OF:
                     hit = {"probe": cp.in_phase, "handshake": cp.in_handshake
                            and not cp.state_connected,
@@ -3398,6 +3414,22 @@ CLASS_EXP = 3
 STEER_SHARE = 0.65      # of the picks (each class still gets its turn)
 
 
+def expected_rt_classes(sc):
+    """the run-time classes a scenario's state-timed events aim at (where
+    each event, and the SIGTERM that ends the run, is meant to meet the
+    patched client): pick_seed() steers toward the rare ones as toward
+    rare static classes; the table counts what the run reached"""
+    out = []
+    for e in sc["events"]:
+        w = e.get("window")
+        if e["kind"] == "cli-term":
+            out.append("sigterm-event:patched " + STATE_OF.get(w, "between attempts"))
+            break
+        if e["kind"] != "start" and w in STATE_OF:
+            out.append("event-state:" + STATE_OF[w])
+    return sorted(set(out))
+
+
 def pick_seed(rng, class_count, ipv6, uniform, candidates=48):
     """--minutes: the next seed. Seeds are drawn at random; of 48 drawn,
     the one whose scenario covers the classes seen least so far, per
@@ -3416,7 +3448,8 @@ def pick_seed(rng, class_count, ipv6, uniform, candidates=48):
     for _ in range(candidates):
         seed = rng.randint(1000, 10 ** 7)
         sc = generate(seed, ipv6)
-        score = sum(1.0 / (1 + class_count.get(cl, 0)) ** CLASS_EXP for cl in classes(sc))
+        score = sum(1.0 / (1 + class_count.get(cl, 0)) ** CLASS_EXP
+                    for cl in classes(sc) + expected_rt_classes(sc))
         score /= (plan(sc)["cap"] + 4.0) ** 0.5      # per time it may take
         if steer and not oracle_outlook(sc):
             score *= NA_WEIGHT
