@@ -425,13 +425,21 @@ def generate(seed, ipv6=True):
         # client's state with --state-timed
         window = wchoice(r, {"probe": 1, "handshake": 1, "session": 2})
         ev = {"t": pick_time(r, window), "kind": kind, "window": window}
-        if kind == "cli-term" and random.Random(seed * 7919 + 107 + len(events)).random() < 0.3:
+        rt = random.Random(seed * 7919 + 107 + len(events)).random() if kind == "cli-term" else 1
+        if rt < 0.3:
             # SIGTERM between two attempts (an RNG of its own): after a
             # SIGUSR1 in the session, in the restart pause that follows
             # (with --state-timed, when the patched client logged the
             # restart and no attempt or phase yet)
             events.append({"t": ev["t"], "kind": "cli-usr1", "window": "session"})
             ev.update(t=round(ev["t"] + 0.01, 2), window="between")
+        elif rt < 0.65 and window in ("probe", "handshake"):
+            # SIGTERM in the phase or the attempt of a reconnect: after a
+            # SIGUSR1 in the session, so that the first connection is
+            # still judged (a SIGTERM in the first phase leaves the
+            # oracles nothing to judge)
+            events.append({"t": ev["t"], "kind": "cli-usr1", "window": "session"})
+            ev.update(t=round(ev["t"] + 0.01, 2), after_restart=True)
         if kind in ("stop", "restart", "sigstop", "start"):
             tgt = r.choice(stoppable)
             a = remotes[tgt[0]]["addrs"][tgt[1]]
@@ -2280,11 +2288,15 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                 mem_other = (write_other_client(os.path.join(run.dir, "memory"), sc["seed"]), t)
                 run.note("another client's save to the memory file: %s"
                          % ("written" if mem_other[0] else "no file in the format, not written"))
-            # --state-timed: an event of an early window also comes before
+            # --state-timed: a SIGTERM of an early window also comes before
             # its time when the patched client is in that state (the
-            # client's first phase or attempt may be over by its time)
+            # client's first phase or attempt may be over by its time).
+            # Other events keep their time: one that came in the first
+            # phase would leave the differential oracle nothing to judge
+            # (2026-12-07, master: 39 % not applicable with every early
+            # event, 24 % before)
             def early(ev0):
-                return STATE_TIMED and ev0["kind"] != "start" and cp.rc is None and \
+                return STATE_TIMED and ev0["kind"] == "cli-term" and cp.rc is None and \
                     (cp.in_phase if ev0.get("window") == "probe" else
                      cp.in_handshake and not cp.state_connected
                      if ev0.get("window") == "handshake" else False)
@@ -2301,7 +2313,9 @@ def run_scenario(sc, bins, pki, hosts, verbose, keep=False):
                 # a probe phase, or in a connection attempt (between the
                 # phase and the session: the shortcut, its fallback)
                 if STATE_TIMED and w in ("probe", "handshake") and ev0["kind"] != "start" \
-                        and cp.rc is None and t < ev0["t"] + shift0 + HOLD_EARLY \
+                        and cp.rc is None \
+                        and t < ev0["t"] + shift0 + (HOLD_MAX if ev0.get("after_restart")
+                                                     else HOLD_EARLY) \
                         and not (cp.in_phase if w == "probe"
                                  else cp.in_handshake and not cp.state_connected):
                     shift = t - ev0["t"]
