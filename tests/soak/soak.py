@@ -28,6 +28,7 @@ namespaces).  All traffic stays on loopback in a private network namespace.
 
 import argparse
 import ctypes
+import datetime
 import glob
 import json
 import os
@@ -2005,11 +2006,14 @@ def evidence_exceptions(sc, run, lines, t_p, skipped, since=0.0):
         # whose hosts entry is ::1 also resolves to 127.0.0.1 (glibc's
         # files backend), where nothing listens (seed 8475767, with
         # --management-query-proxy: no probe, upstream's random order);
-        # charged as long as the log shows the attempt lasted
+        # charged as long as the log shows the attempt lasted; only
+        # that address, no other the scenario does not know
         tried = [(t, m.group(1)) for t, line in lines if since <= t < until
                  for m in [RE_ATTEMPT.search(line)] if m]
         for i, (t, hp) in enumerate(tried):
-            if run.addr_of(hp) is None:
+            ip, _, port = hp.rpartition(":")
+            if c.get("udp_family") and ip == "127.0.0.1" and run.addr_of(hp) is None \
+                    and run.addr_of("::1:" + port) is not None:
                 end = tried[i + 1][0] if i + 1 < len(tried) else until
                 if end != float("inf"):
                     add("E3-remote-random", max(0.0, end - t))
@@ -2079,7 +2083,6 @@ def pause_held_sigterm(plog):
     """E18: the seconds of the restart pause ("Restart pause, N
     second(s)") that the log's last lines show ran to its end (within
     0.3 s) right before "SIGTERM[hard,init_instance] received", or None"""
-    import datetime
     ents = []
     for line in plog.splitlines():
         m = RE_LOGTS.match(line)
