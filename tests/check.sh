@@ -70,6 +70,10 @@ result()
             printf 'SKIP %-40s %s\n' "$name" "$reason" ;;
         *)  fail=$((fail + 1)); failed+=("$name")
             printf 'FAIL %-40s %5ss (rc %s, log %s)\n' "$name" "$t" "$rc" "${log#"$top"/}"
+            # what failed first (a tail alone can miss the "not ok" lines
+            # of a long test), then the end of the log
+            grep -nE '^(not ok|FAIL|ERROR|Bail out)|ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" |
+                head -n 10 | sed 's/^/    ! /'
             tail -n 25 "$log" | sed 's/^/    | /' ;;
     esac
 }

@@ -105,17 +105,26 @@ declare -A MS PR
 # 500 ms of its ping-restart plus upstream's own pauses on the way, as
 # its log names them ("Restart pause, N second(s)"; 1 s before it reopens
 # the tun when "Pulled options changed": the servers push other
-# addresses), and within that plus 5 s of the kill (ping-restart 4 s and
-# its 1 s timer)
+# addresses), plus the handshake with the server it reached as the
+# client measured it (an ASan build on a loaded machine is slow at TLS,
+# not at choosing a server), and within that plus 6 s of the kill
+# (ping-restart 4 s, its 1 s timer, and 1 s for the test's own clock
+# and scheduling on a loaded machine: the kill is the test's time)
 patched_back()
 {
-    local log="$TB_DIR/$1.log" pause reopen=0 bound
+    local log="$TB_DIR/$1.log" pause reopen=0 bound h0 h1 hs=0
     pause=$(sed -n 's/.*Restart pause, \([0-9]*\) second.*/\1/p' "$log" | head -n1)
     grep -qF "Pulled options changed on restart" "$log" && reopen=1
-    bound=$(( (${pause:-0} + reopen) * 1000 + 500 ))
-    echo "#   bound: ${bound} ms after the ping-restart (restart pause ${pause:-0} s, tun reopened: $reopen)"
+    # the last attempt's "link remote" to its "Peer Connection Initiated",
+    # between the first and the second "Initialization Sequence Completed"
+    h0=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /link remote:/ { l = $0 } END { print l }' "$log")
+    h1=$(awk '/Initialization Sequence Completed/ { n++ } n == 1 && /Peer Connection Initiated/ { l = $0 } END { print l }' "$log")
+    h0=$(tb__logtime_ns "$h0") h1=$(tb__logtime_ns "$h1")
+    [ -n "$h0" ] && [ -n "$h1" ] && [ "$h1" -ge "$h0" ] && hs=$(( (h1 - h0) / 1000000 ))
+    bound=$(( (${pause:-0} + reopen) * 1000 + 500 + hs ))
+    echo "#   bound: ${bound} ms after the ping-restart (restart pause ${pause:-0} s, tun reopened: $reopen, handshake $hs ms)"
     [ -n "${MS[$1]}" ] && [ -n "${PR[$1]}" ] && [ "${PR[$1]}" -le "$bound" ] &&
-        [ "${MS[$1]}" -le $((bound + 5000)) ]
+        [ "${MS[$1]}" -le $((bound + 6000)) ]
 }
 run_case()
 {

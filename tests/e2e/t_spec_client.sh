@@ -37,6 +37,10 @@
 #       host), its second refused, its third live but silent: the
 #       connection tries the refused one after the live one (only a
 #       refused first address used to go last);
+#   (c5) the probe's winner, a name, fails TLS at the address that
+#       answered and its other address is refused; a second remote
+#       answered: the client goes to the second remote next, the refused
+#       address waits for the next pass (soak seed 4889194);
 #   (d) the phase deadline: with a dead target the phase takes 0.9-1.5 s;
 #       when every target answers it ends within the slowest RTT + 150 ms;
 #   (e) the shortcut over IPv6 ([::1] server and relay);
@@ -376,8 +380,8 @@ else
         why="the probe's winner was '$winner', not 127.0.0.1:$SW (priority 10)"
     elif ! grep -q "> remote SKIP" "$TB_DIR/mn.log"; then
         why="management never skipped a remote"
-    elif ! has cn "connecting to skip.test: trying its refused addresses last"; then
-        why="no 'trying its refused addresses last' line"
+    elif ! has cn "connecting to skip.test: 1 refused address(es) after the other remotes"; then
+        why="no 'refused address(es) after the other remotes' line"
     elif [ "$first" != "link remote: [AF_INET]127.0.0.7:$PN" ]; then
         why="the first attempt went to '${first#link remote: }', not 127.0.0.7:$PN"
     elif [ "$(tb_connected_server cn)" != "127.0.0.7:$PN" ]; then
@@ -387,6 +391,47 @@ fi
 report "skip.test after a SKIP: the refused 127.0.0.6 goes last, connected to 127.0.0.7 in ${ms:-?} ms" \
     "$why" cn mn
 tb_stop cn; tb_stop mn; tb_stop rn; tb_stop sw; tb_stop sn
+
+# (c5) the probe's winner is a name whose first address answers but
+# fails TLS (another CA) and whose second is refused (closed port); a
+# second remote answers with a worse priority: after the TLS failure the
+# client goes to the second remote, not to the refused address (which
+# cost a handshake window, or --ping-restart and the restart pause, per
+# address before the other remotes: soak seed 4889194)
+tb_log "(c5) the winner fails TLS; its refused address waits for the other remote"
+SX=$(tb_port 62) PX=$(tb_port 63) SY=$(tb_port 64)
+tb_pki_other "$TB_DIR/pki-other"
+tb_server sx "$SX" -- --ping 1 --server-probe-reply 0 50 10 --cert "$TB_DIR/pki-other/s.crt" \
+    --key "$TB_DIR/pki-other/s.key"
+tb_server sy "$SY" -- --ping 1 --server-probe-reply 0 50 20
+tb_relay rx "127.0.0.11:$PX" "127.0.0.1:$SX"
+printf '127.0.0.11 pair.test\n127.0.0.12 pair.test\n' >>"$TB_DIR/hosts"
+tb_client cp --bin "$TB_DIR/patched-hosts" -- --remote pair.test "$PX" udp4 \
+    --remote 127.0.0.1 "$SY" udp4 --server-probe --hand-window 5 --connect-timeout 5 --ping 1
+why=""
+if ! ms=$(tb_wait_connected cp 40 2>/dev/null); then
+    why="did not connect"
+else
+    tried=$(grep -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/cp.log" | sed 's/.*\]//' |
+            tr '\n' ' ' | sed 's/ $//')
+    l11=$(rank cp "[AF_INET]127.0.0.11:$PX") l12=$(rank cp "[AF_INET]127.0.0.12:$PX")
+    if ! like "$l11" "* prio=10 * place=1"; then
+        why="127.0.0.11 not ranked first: '$l11'"
+    elif ! like "$l12" "* refused place=*"; then
+        why="127.0.0.12 not ranked as refused: '$l12'"
+    elif ! has cp "connecting to pair.test: 1 refused address(es) after the other remotes"; then
+        why="no 'refused address(es) after the other remotes' line"
+    elif ! grep -qE "VERIFY ERROR: .*CN=other-server" "$TB_DIR/cp.log"; then
+        why="127.0.0.11's certificate was not refused"
+    elif [ "$tried" != "127.0.0.11:$PX 127.0.0.1:$SY" ]; then
+        why="attempts: [$tried], expected [127.0.0.11:$PX 127.0.0.1:$SY] (the refused 127.0.0.12 not before the other remote)"
+    elif [ "$(tb_connected_server cp)" != "127.0.0.1:$SY" ]; then
+        why="connected to $(tb_connected_server cp), not 127.0.0.1:$SY"
+    fi
+fi
+report "pair.test fails TLS at 127.0.0.11; the refused 127.0.0.12 waits: connected to 127.0.0.1:$SY in ${ms:-?} ms (attempts: ${tried:-?})" \
+    "$why" cp
+tb_stop cp; tb_stop rx; tb_stop sx; tb_stop sy
 
 # ------------------------------------------------------------------ (d)
 tb_log "(d) the probe phase: deadline with a dead target, early end when all answered"
