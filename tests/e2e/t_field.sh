@@ -6,7 +6,8 @@
 # the client has three remotes and, as VPN providers ship it,
 # --persist-tun. The connected server is killed (SIGKILL):
 #   (a) IPv4, --persist-tun: the patched client (--server-probe) is on a
-#       live server within ping-restart (4 s) + 2 s of the kill; the
+#       live server within 500 ms of its ping-restart plus upstream's
+#       pauses and the handshake it measured (see patched_back()); the
 #       re-probe's live servers answer ("2 of 3"); unpatched 2.6.14 in the
 #       same run, bounded at 20 s (it never gets there: its packets to the
 #       next server go into the dead tunnel);
