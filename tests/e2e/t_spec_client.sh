@@ -73,6 +73,12 @@ place_of() { sed -n 's/.* place=\([0-9]*\).*/\1/p' <<<"$1"; }
 rtt_of()   { sed -n 's/.* rtt=\([0-9.]*\)ms.*/\1/p' <<<"$1"; }
 summary() { grep -F "addresses answered in" "$TB_DIR/$1.log" 2>/dev/null | tail -n 1 | sed 's/.*server-probe: //'; }
 phase_ms() { sed -n 's/.* answered in \([0-9]*\) ms.*/\1/p' <<<"$1"; }
+# tried_addrs CLIENT: the IPv4 addresses its attempts went to, in order
+tried_addrs()
+{
+    grep -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/$1.log" | sed 's/.*\]//' |
+        tr '\n' ' ' | sed 's/ $//'
+}
 rank_lines() { grep -F "server-probe:" "$TB_DIR/$1.log" 2>/dev/null | sed 's/.*server-probe: /#   /'; }
 like()
 {
@@ -338,8 +344,7 @@ why=""
 if ! ms=$(tb_wait_connected cm 40 2>/dev/null); then
     why="did not connect"
 else
-    tried=$(grep -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/cm.log" | sed 's/.*\]//' |
-            tr '\n' ' ' | sed 's/ $//')
+    tried=$(tried_addrs cm)
     l9=$(rank cm "[AF_INET]127.0.0.9:$PMID")
     if ! like "$l9" "* refused place=1"; then
         why="127.0.0.9 not ranked as refused: '$l9'"
@@ -412,8 +417,7 @@ why=""
 if ! ms=$(tb_wait_connected cp 40 2>/dev/null); then
     why="did not connect"
 else
-    tried=$(grep -oE "link remote: \[AF_INET\][0-9.]+:[0-9]+" "$TB_DIR/cp.log" | sed 's/.*\]//' |
-            tr '\n' ' ' | sed 's/ $//')
+    tried=$(tried_addrs cp)
     l11=$(rank cp "[AF_INET]127.0.0.11:$PX") l12=$(rank cp "[AF_INET]127.0.0.12:$PX")
     if ! like "$l11" "* prio=10 * place=1"; then
         why="127.0.0.11 not ranked first: '$l11'"
