@@ -21,7 +21,9 @@
 #                              203.0.113.(10+IDX) or 2001:db8:2::(10+IDX)
 #                              (PROTO udp4 or udp6), port 1194, pushing
 #                              redirect-gateway def1 (ipv6 too for udp6)
-#                              and keepalive 1 4
+#                              and keepalive 1 4; PROTO tcp-server with
+#                              FD_ADDR/FD_PORT: a TCP server on one of
+#                              those addresses, another port
 #   fd_client NAME [--bin B] -- ARGS     a client in the client ns (tun)
 #   fd_routes                  the client ns' routing tables, one line each
 #   fd_rebind                  flush the router's conntrack table
@@ -102,7 +104,8 @@ fd_server()
 {
     local name=$1 idx=$2 proto=$3; shift 3
     [ "${1:-}" = "--" ] && shift
-    local local4="203.0.113.$((10 + idx))" local6="2001:db8:2::$((10 + idx))" addr push6=()
+    local local4=${FD_ADDR:-203.0.113.$((10 + idx))} local6="2001:db8:2::$((10 + idx))" addr push6=()
+    local port=${FD_PORT:-1194}
     local pool=(--server "192.0.2.$((idx * 64))" 255.255.255.192) dev="tbf4s$idx"
     addr=$local4
     if [ "$proto" = udp6 ]; then
@@ -111,13 +114,13 @@ fd_server()
         push6=(--server-ipv6 "2001:db8:100:$idx::/64" --push "redirect-gateway ipv6")
     fi
     tb__spawn "$name" ip netns exec "$FD_NS_S" "$TB_BIN" \
-        --mode server --tls-server --proto "$proto" --local "$addr" --port 1194 \
+        --mode server --tls-server --proto "$proto" --local "$addr" --port "$port" \
         "${pool[@]}" --topology subnet \
         "${push6[@]}" --push "redirect-gateway def1" --keepalive 1 4 \
         --dev "$dev" --dev-type tun --disable-dco \
         --ca "$TB_PKI/ca.crt" --cert "$TB_PKI/server.crt" --key "$TB_PKI/server.key" \
         --dh none --duplicate-cn --verb "$TB_VERB" --log "$TB_DIR/$name.log" "$@"
-    echo "$addr 1194 $proto none $TB_BIN" >"$TB_DIR/$name.info"
+    echo "$addr $port $proto none $TB_BIN" >"$TB_DIR/$name.info"
     tb__wait_log "$name" "Initialization Sequence Completed" "$TB_START_TIMEOUT" ||
         { tb_tail "$name"; tb_die "field: server $name did not start"; }
 }

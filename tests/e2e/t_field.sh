@@ -17,6 +17,12 @@
 #   (b) the same over IPv6;
 #   (c) IPv4 without --persist-tun (both clients reconnect; the patched
 #       one within the same bound);
+#   (h) IPv4, --persist-tun, a UDP remote and then a TCP remote (a
+#       provider's fallback on port 443), the UDP server killed: the
+#       patched client routes the TCP remote around the tunnel in its
+#       reconnect phase and is back on it within 20 s (unpatched 2.6.14
+#       and the series before: its connection went into the dead
+#       tunnel, never back);
 #   (d) after each client: its routing tables are as before it started
 #       (nothing left behind), and its probe memory remembers no live
 #       server as OFFLINE;
@@ -202,6 +208,43 @@ run_case c_base udp4 "$TB_BASELINE"
 run_case c_probe udp4 "$TB_BIN"
 check "(c) patched, no --persist-tun: back ${PR[c_probe]:-never} ms after its ping-restart, ${MS[c_probe]:-never} ms after the kill" \
     patched_back c_probe
+
+# (h) the UDP remote dies, the TCP remote after it is live
+tb_log "(h) IPv4, --persist-tun, the UDP server killed, a TCP remote next"
+FD_ADDR=203.0.113.12 FD_PORT=443 fd_server h3 3 tcp-server
+h_case()
+{
+    local name=$1 bin=$2; shift 2
+    fd_client "$name" --bin "$bin" -- --remote 203.0.113.10 1194 udp4 \
+        --remote 203.0.113.12 443 tcp-client --persist-tun --server-poll-timeout 4 "$@"
+    MS[$name]=""
+    if ! tb_wait_connected "$name" 20 >/dev/null; then
+        not_ok "($name) connected at all"
+        tb_stop "$name"
+        return
+    fi
+    killed_and_back "$name"
+    MS[$name]=$BACK_MS
+    tb_log "$name: killed ${KILLED:-?}, back after ${BACK_MS:-never (20 s)} ms"
+    grep -E "server-probe: .*(routed around|answered in)|TCP connection established" \
+        "$TB_DIR/$name.log" | sed 's/^[^ ]* [^ ]* [^ ]* /#   | /' | tail -n 6
+    H_TCP[$name]=no
+    grep -qF "TCP connection established with [AF_INET]203.0.113.12:443" "$TB_DIR/$name.log" &&
+        H_TCP[$name]=yes
+    tb_stop "$name"
+    restart_killed
+    check "(d) $name: the client ns' routes are as before" test "$(fd_routes)" = "$ROUTES0"
+}
+declare -A H_TCP
+h_case h_base "$TB_BASELINE"
+h_case h_probe "$TB_BIN" --server-probe
+check "(h) patched: the TCP remote routed around the tunnel in the reconnect phase" \
+    grep -qF "server-probe: TCP remote [AF_INET]203.0.113.12:443 is routed around the tunnel" \
+    "$TB_DIR/h_probe.log"
+check "(h) patched: back on the TCP remote ${MS[h_probe]:-never} ms after the UDP server's kill (TCP connected: ${H_TCP[h_probe]:-no})" \
+    test -n "${MS[h_probe]}" -a "${H_TCP[h_probe]:-no}" = yes
+tb_log "(h) unpatched: ${MS[h_base]:-never (20 s)} ms (its TCP connection goes into the dead tunnel)"
+tb_stop h3
 
 tb_log "(e) IPv4, --persist-tun, with the options of real setups (patched only)"
 printf 'user\npass\n' >"$TB_DIR/up.txt"
@@ -404,6 +447,7 @@ echo "# | IPv4, persist-tun, keepalive 1 4, connected server killed | ${MS[a_bas
 echo "# | IPv4, persist-tun, connected server silent (SIGSTOP) | - | ${MS[a2_probe]:-never (20 s)}; ${PR[a2_probe]:--} |"
 echo "# | IPv6, persist-tun | ${MS[b_base]:-never (20 s)} | ${MS[b_probe]:-never (20 s)}; ${PR[b_probe]:--} |"
 echo "# | IPv4, no persist-tun | ${MS[c_base]:-never (20 s)} | ${MS[c_probe]:-never (20 s)}; ${PR[c_probe]:--} |"
+echo "# | IPv4, persist-tun, UDP server killed, TCP remote next | ${MS[h_base]:-never (20 s)} | ${MS[h_probe]:-never (20 s)} |"
 FELL=no
 grep -qF "falling back to a normal handshake" "$TB_DIR/f_probe.log" && FELL=yes
 echo "# | NAT rebind between probe and connect (ms to connected) | ${CMS[f_base]:-never (20 s)} | ${CMS[f_probe]:-never (20 s)} (fell back: $FELL) |"
