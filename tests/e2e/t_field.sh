@@ -22,7 +22,8 @@
 #       patched client routes the TCP remote around the tunnel in its
 #       reconnect phase and is back on it within 20 s (unpatched 2.6.14
 #       and the series before: its connection went into the dead
-#       tunnel, never back);
+#       tunnel, never back); with a UDP remote on the TCP remote's host
+#       as well, that host is routed once;
 #   (d) after each client: its routing tables are as before it started
 #       (nothing left behind), and its probe memory remembers no live
 #       server as OFFLINE;
@@ -238,11 +239,18 @@ h_case()
 declare -A H_TCP
 h_case h_base "$TB_BASELINE"
 h_case h_probe "$TB_BIN" --server-probe
+# the same with a UDP remote on the TCP remote's host (closed port): the
+# host is routed once, for the probed remote, not twice
+h_case h_probe2 "$TB_BIN" --server-probe --remote 203.0.113.12 1195 udp4
 check "(h) patched: the TCP remote routed around the tunnel in the reconnect phase" \
     grep -qF "server-probe: TCP remote [AF_INET]203.0.113.12:443 is routed around the tunnel" \
     "$TB_DIR/h_probe.log"
 check "(h) patched: back on the TCP remote ${MS[h_probe]:-never} ms after the UDP server's kill (TCP connected: ${H_TCP[h_probe]:-no})" \
     test -n "${MS[h_probe]}" -a "${H_TCP[h_probe]:-no}" = yes
+check "(h) patched, a UDP remote on the TCP remote's host too: back on the TCP remote ${MS[h_probe2]:-never} ms after the kill (TCP connected: ${H_TCP[h_probe2]:-no}), the host routed once" \
+    bash -c "[ -n '${MS[h_probe2]}' ] && [ '${H_TCP[h_probe2]:-no}' = yes ] &&
+        [ \$(grep -cE 'server-probe: (TCP remote )?\\[AF_INET\\]203\\.0\\.113\\.12:[0-9]+ is routed around' '$TB_DIR/h_probe2.log') = 1 ] &&
+        ! grep -qiE 'route.*(exists|failed)|ERROR: .*route' '$TB_DIR/h_probe2.log'"
 tb_log "(h) unpatched: ${MS[h_base]:-never (20 s)} ms (its TCP connection goes into the dead tunnel)"
 tb_stop h3
 
