@@ -23,7 +23,8 @@
 #       reconnect phase and is back on it within 20 s (unpatched 2.6.14
 #       and the series before: its connection went into the dead
 #       tunnel, never back); with a UDP remote on the TCP remote's host
-#       as well, that host is routed once;
+#       as well, that host is routed once; the TCP remote by name: looked
+#       up after the reconnect phase's probes (none answered), routed;
 #   (d) after each client: its routing tables are as before it started
 #       (nothing left behind), and its probe memory remembers no live
 #       server as OFFLINE;
@@ -217,7 +218,7 @@ h_case()
 {
     local name=$1 bin=$2; shift 2
     fd_client "$name" --bin "$bin" -- --remote 203.0.113.10 1194 udp4 \
-        --remote 203.0.113.12 443 tcp-client --persist-tun --server-poll-timeout 4 "$@"
+        --remote "${H_HOST:-203.0.113.12}" 443 tcp-client --persist-tun --server-poll-timeout 4 "$@"
     MS[$name]=""
     if ! tb_wait_connected "$name" 20 >/dev/null; then
         not_ok "($name) connected at all"
@@ -247,6 +248,18 @@ check "(h) patched: the TCP remote routed around the tunnel in the reconnect pha
     "$TB_DIR/h_probe.log"
 check "(h) patched: back on the TCP remote ${MS[h_probe]:-never} ms after the UDP server's kill (TCP connected: ${H_TCP[h_probe]:-no})" \
     test -n "${MS[h_probe]}" -a "${H_TCP[h_probe]:-no}" = yes
+# the TCP remote by name (the client ns' /etc/hosts): looked up after the
+# probes, when none was answered
+printf '127.0.0.1 localhost\n203.0.113.12 tcp.field.test\n' >"$TB_DIR/field.hosts"
+cat >"$TB_DIR/field-hosts" <<WRAP
+#!/bin/bash
+exec unshare -m bash -c 'mount --bind "$TB_DIR/field.hosts" /etc/hosts && exec "\$0" "\$@"' "$TB_BIN" "\$@"
+WRAP
+chmod +x "$TB_DIR/field-hosts"
+H_HOST=tcp.field.test h_case h_probe3 "$TB_DIR/field-hosts" --server-probe
+check "(h) patched, the TCP remote by name: looked up after a phase nobody answered, routed around the tunnel, back ${MS[h_probe3]:-never} ms after the kill (TCP connected: ${H_TCP[h_probe3]:-no})" \
+    bash -c "[ -n '${MS[h_probe3]}' ] && [ '${H_TCP[h_probe3]:-no}' = yes ] &&
+        grep -qF 'server-probe: TCP remote [AF_INET]203.0.113.12:443 is routed around the tunnel' '$TB_DIR/h_probe3.log'"
 check "(h) patched, a UDP remote on the TCP remote's host too: back on the TCP remote ${MS[h_probe2]:-never} ms after the kill (TCP connected: ${H_TCP[h_probe2]:-no}), the host routed once" \
     bash -c "[ -n '${MS[h_probe2]}' ] && [ '${H_TCP[h_probe2]:-no}' = yes ] &&
         [ \$(grep -cE 'server-probe: (TCP remote )?\\[AF_INET\\]203\\.0\\.113\\.12:[0-9]+ is routed around' '$TB_DIR/h_probe2.log') = 1 ] &&
