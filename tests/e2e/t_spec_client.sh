@@ -442,42 +442,39 @@ tb_stop cp
 # resolver cache's list from the address that answered on, without the
 # refused address (which the client frees, not the link socket: the
 # ASan build's leak check at exit)
-tb_client cq --bin "$TB_DIR/patched-hosts" -- --remote pair.test "$PX" udp4 \
-    --remote 127.0.0.1 "$SY" udp4 --server-probe --hand-window 5 --connect-timeout 5 --ping 1 \
-    --preresolve
-why=""
-if ! ms=$(tb_wait_connected cq 40 2>/dev/null); then
-    why="did not connect"
-else
-    tried=$(tried_addrs cq)
-    if ! has cq "connecting to pair.test: 1 refused address(es) after the other remotes"; then
-        why="no 'refused address(es) after the other remotes' line"
-    elif [ "$tried" != "127.0.0.11:$PX 127.0.0.1:$SY" ]; then
-        why="attempts: [$tried], expected [127.0.0.11:$PX 127.0.0.1:$SY] (the refused 127.0.0.12 not before the other remote)"
-    elif [ "$(tb_connected_server cq)" != "127.0.0.1:$SY" ]; then
-        why="connected to $(tb_connected_server cq), not 127.0.0.1:$SY"
+# c5_preresolve NAME ARGS...: the client NAME with --preresolve and
+# ARGS: the deferral logged, attempts at 127.0.0.11 and then the other
+# remote, connected there
+c5_preresolve()
+{
+    local name=$1 tried
+    shift
+    tb_client "$name" --bin "$TB_DIR/patched-hosts" -- --remote pair.test "$PX" udp4 \
+        --remote 127.0.0.1 "$SY" udp4 --server-probe --hand-window 5 --connect-timeout 5 \
+        --ping 1 --preresolve "$@"
+    why=""
+    if ! ms=$(tb_wait_connected "$name" 40 2>/dev/null); then
+        why="did not connect"
+    else
+        tried=$(tried_addrs "$name")
+        if ! has "$name" "connecting to pair.test: 1 refused address(es) after the other remotes"; then
+            why="no 'refused address(es) after the other remotes' line"
+        elif [ "$tried" != "127.0.0.11:$PX 127.0.0.1:$SY" ]; then
+            why="attempts: [$tried], expected [127.0.0.11:$PX 127.0.0.1:$SY] (the refused 127.0.0.12 not before the other remote)"
+        elif [ "$(tb_connected_server "$name")" != "127.0.0.1:$SY" ]; then
+            why="connected to $(tb_connected_server "$name"), not 127.0.0.1:$SY"
+        fi
     fi
-fi
-report "pair.test with --preresolve: the refused 127.0.0.12 waits too: connected to 127.0.0.1:$SY in ${ms:-?} ms (attempts: ${tried:-?})" \
-    "$why" cq
-tb_stop cq
+    report "pair.test with --preresolve${*:+ $*}: the refused 127.0.0.12 waits too: connected to 127.0.0.1:$SY in ${ms:-?} ms (attempts: ${tried:-?})" \
+        "$why" "$name"
+    tb_stop "$name"
+}
+c5_preresolve cq
 # and with --persist-remote-ip, which keeps the copy across the restart
 # after the TLS failure (the client frees it once the link socket
 # dropped it, never before: the ASan build)
-tb_client cr --bin "$TB_DIR/patched-hosts" -- --remote pair.test "$PX" udp4 \
-    --remote 127.0.0.1 "$SY" udp4 --server-probe --hand-window 5 --connect-timeout 5 --ping 1 \
-    --preresolve --persist-remote-ip
-why=""
-if ! ms=$(tb_wait_connected cr 40 2>/dev/null); then
-    why="did not connect"
-elif ! has cr "connecting to pair.test: 1 refused address(es) after the other remotes"; then
-    why="no 'refused address(es) after the other remotes' line"
-elif [ "$(tb_connected_server cr)" != "127.0.0.1:$SY" ]; then
-    why="connected to $(tb_connected_server cr), not 127.0.0.1:$SY"
-fi
-report "pair.test with --preresolve --persist-remote-ip: connected to 127.0.0.1:$SY in ${ms:-?} ms (attempts: $(tried_addrs cr))" \
-    "$why" cr
-tb_stop cr; tb_stop rx; tb_stop sx; tb_stop sy
+c5_preresolve cr --persist-remote-ip
+tb_stop rx; tb_stop sx; tb_stop sy
 
 # ------------------------------------------------------------------ (d)
 tb_log "(d) the probe phase: deadline with a dead target, early end when all answered"
